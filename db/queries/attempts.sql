@@ -1,0 +1,75 @@
+-- name: AttemptInsert :one
+INSERT INTO payment_attempts (
+    id, tenant_id, order_id, idempotency_key, amount, currency,
+    payment_method, description, metadata, status
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED'
+)
+RETURNING *;
+
+-- name: AttemptGetByID :one
+SELECT * FROM payment_attempts WHERE id = $1;
+
+-- name: AttemptGetForTenant :one
+SELECT * FROM payment_attempts WHERE tenant_id = $1 AND id = $2;
+
+-- name: AttemptGetByChargeID :one
+SELECT * FROM payment_attempts WHERE provider_charge_id = $1;
+
+-- name: AttemptListByOrder :many
+SELECT * FROM payment_attempts
+WHERE tenant_id = $1 AND order_id = $2
+ORDER BY created_at, id;
+
+-- name: AttemptGetLiveForOrder :one
+SELECT * FROM payment_attempts
+WHERE tenant_id = $1 AND order_id = $2 AND status <> 'FAILED';
+
+-- name: AttemptGetForUpdate :one
+SELECT * FROM payment_attempts WHERE id = $1 FOR UPDATE;
+
+-- Transition moves an attempt only if it is still in the status the caller
+-- read, so two racing writers cannot both win; the caller writes the audit
+-- row in the same transaction when a row comes back.
+-- name: AttemptTransition :one
+UPDATE payment_attempts
+SET status             = sqlc.arg(to_status),
+    provider_charge_id = COALESCE(sqlc.narg(provider_charge_id), provider_charge_id),
+    failure_code       = COALESCE(sqlc.narg(failure_code), failure_code),
+    updated_at         = now()
+WHERE id = sqlc.arg(id) AND status = sqlc.arg(from_status)
+RETURNING *;
+
+-- Touch records that the provider is about to be called again for an
+-- unresolved attempt, so that the reconciler's "no call can still land"
+-- window starts over.
+-- name: AttemptTouch :exec
+UPDATE payment_attempts SET updated_at = now()
+WHERE id = $1 AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
+
+-- name: AttemptEventInsert :exec
+INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
+VALUES ($1, $2, $3, $4, $5);
+
+-- name: AttemptEventList :many
+SELECT * FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id;
+
+-- name: AnomalyInsert :exec
+INSERT INTO anomalies (kind, attempt_id, charge_id, source, detail, dedupe_key)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (dedupe_key) DO NOTHING;
+
+-- name: OutboxInsert :exec
+INSERT INTO outbox (id, type, payment_id, payload)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (payment_id, type) DO NOTHING;
+
+-- Wakes the outbox relays (LISTEN outbox) when the transaction commits.
+-- name: OutboxNotify :exec
+SELECT pg_notify('outbox', '');
+
+-- QuietFor reports, by the database clock, whether the attempt has not
+-- changed (no transition, no provider call) for at least quiet_ms.
+-- name: AttemptQuietFor :one
+SELECT (updated_at < now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond')::boolean AS quiet
+FROM payment_attempts WHERE id = sqlc.arg(id);

@@ -1,0 +1,52 @@
+-- Ownership of a key is decided here, by the primary key: of two racing
+-- inserts exactly one returns a row.
+-- name: IdemKeyInsert :one
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, locked_until, expires_at)
+VALUES (
+    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.arg(attempt_id),
+    now() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
+    now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
+)
+ON CONFLICT (tenant_id, key) DO NOTHING
+RETURNING lock_token;
+
+-- The lock is judged by the database clock, never a pod's.
+-- name: IdemKeyGet :one
+SELECT tenant_id, key, fingerprint, attempt_id, lock_token, response_code, response_body,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
+       GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
+FROM idempotency_keys
+WHERE tenant_id = $1 AND key = $2;
+
+-- Takeover of an unlocked key with no final response (its owner died, its
+-- lock expired, or its attempt is UNKNOWN). Two racing takeovers: the token
+-- check lets exactly one win.
+-- name: IdemKeyTakeover :one
+UPDATE idempotency_keys
+SET lock_token   = lock_token + 1,
+    locked_until = now() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
+    updated_at   = now()
+WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key)
+  AND lock_token = sqlc.arg(seen_token)
+  AND response_code IS NULL
+  AND (locked_until IS NULL OR locked_until <= now())
+RETURNING lock_token;
+
+-- name: IdemKeyLockOwned :one
+SELECT attempt_id FROM idempotency_keys
+WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL
+FOR UPDATE;
+
+-- name: IdemKeyComplete :execrows
+UPDATE idempotency_keys
+SET response_code = $4, response_body = $5, locked_until = NULL, updated_at = now()
+WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
+
+-- Release gives up ownership without a final response: the key stays resumable.
+-- name: IdemKeyRelease :execrows
+UPDATE idempotency_keys
+SET locked_until = NULL, updated_at = now()
+WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
+
+-- name: IdemKeyGetByAttempt :one
+SELECT tenant_id, key FROM idempotency_keys WHERE attempt_id = $1;

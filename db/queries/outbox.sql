@@ -1,0 +1,40 @@
+-- Queries of the outbox relay (internal/outbox). The insert and the wake-up
+-- NOTIFY live in attempts.sql, next to the transition that writes the row.
+
+-- OutboxClaim locks a batch of due rows for the caller's transaction; SKIP
+-- LOCKED lets concurrent relays take disjoint batches instead of queueing
+-- behind each other. A row never tried has next_attempt_at = created_at (both
+-- default to the inserting transaction's now()), so this order is oldest first
+-- for fresh rows and follows outbox_unpublished_idx without a sort; rows that
+-- failed wait their backoff instead of blocking the head of the queue.
+-- name: OutboxClaim :many
+SELECT id, type, payment_id, payload, created_at, publish_attempts
+FROM outbox
+WHERE published_at IS NULL AND next_attempt_at <= now()
+ORDER BY next_attempt_at, created_at, id
+LIMIT sqlc.arg(max_rows)
+FOR UPDATE SKIP LOCKED;
+
+-- name: OutboxMarkPublished :execrows
+UPDATE outbox
+SET published_at = now(), last_error = NULL
+WHERE id = ANY (sqlc.arg(ids)::text[]) AND published_at IS NULL;
+
+-- OutboxMarkFailed records one failed publish per row and schedules the next
+-- try delay_ms from now; the delays (with jitter) are chosen by the caller.
+-- name: OutboxMarkFailed :execrows
+UPDATE outbox AS o
+SET publish_attempts = o.publish_attempts + 1,
+    last_error       = f.error,
+    next_attempt_at  = now() + f.delay_ms * interval '1 millisecond'
+FROM unnest(sqlc.arg(ids)::text[], sqlc.arg(errors)::text[], sqlc.arg(delays_ms)::bigint[]) AS f (id, error, delay_ms)
+WHERE o.id = f.id AND o.published_at IS NULL;
+
+-- name: OutboxStats :one
+SELECT count(*)::bigint AS pending,
+       COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest_seconds
+FROM outbox
+WHERE published_at IS NULL;
+
+-- name: OutboxListen :exec
+LISTEN outbox;

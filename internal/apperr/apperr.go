@@ -1,0 +1,55 @@
+// Package apperr is the one application error type: a code that clients can
+// rely on, a detail that is safe to show them, and the few extra fields some
+// codes carry. internal/api maps codes to HTTP statuses in one place.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, snake_case error code sent to clients.
+type Code string
+
+// The codes of the API.
+const (
+	Unauthorized          Code = "unauthorized"
+	InvalidRequest        Code = "invalid_request"
+	UnsupportedMediaType  Code = "unsupported_media_type"
+	PayloadTooLarge       Code = "payload_too_large"
+	IdempotencyKeyMissing Code = "idempotency_key_missing"
+	IdempotencyKeyInvalid Code = "idempotency_key_invalid"
+	IdempotencyKeyInUse   Code = "idempotency_key_in_use"
+	IdempotencyKeyReused  Code = "idempotency_key_reused"
+	OrderAlreadyHasPay    Code = "order_already_has_payment"
+	ProviderUnavailable   Code = "provider_unavailable"
+	PaymentNotFound       Code = "payment_not_found"
+	NotFound              Code = "not_found"
+	MethodNotAllowed      Code = "method_not_allowed"
+	Internal              Code = "internal_error"
+)
+
+// Error is an application error.
+type Error struct {
+	Code       Code
+	Detail     string // safe to show a client
+	RetryAfter int    // seconds, for in_use and provider_unavailable
+	PaymentID  string // for order_already_has_payment
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }
+
+// New returns an error with code and a client-safe detail.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// As returns the *Error in err's chain, or an internal error for anything
+// else (whose text is logged, never sent).
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Detail: "internal error"}
+}

@@ -1,0 +1,81 @@
+package attempts
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/ids"
+)
+
+// Attempt is one payment attempt, the "payment" of the API.
+type Attempt struct {
+	ID               string
+	TenantID         string
+	OrderID          string
+	IdempotencyKey   string
+	Amount           int64
+	Currency         string
+	PaymentMethod    string
+	Description      *string
+	Metadata         map[string]string
+	Status           Status
+	Provider         string
+	ProviderChargeID *string
+	FailureCode      *string
+	CheckCount       int
+	NextCheckAt      *time.Time
+	NeedsReview      bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Payment is the attempt as clients and event consumers see it.
+type Payment struct {
+	ID               string            `json:"id"`
+	TenantID         string            `json:"tenant_id,omitempty"`
+	OrderID          string            `json:"order_id"`
+	Amount           int64             `json:"amount"`
+	Currency         string            `json:"currency"`
+	Status           Status            `json:"status"`
+	Provider         string            `json:"provider"`
+	ProviderChargeID *string           `json:"provider_charge_id"`
+	FailureCode      *string           `json:"failure_code"`
+	Description      *string           `json:"description,omitempty"`
+	Metadata         map[string]string `json:"metadata,omitempty"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
+}
+
+// Public is the API view of the attempt (without tenant_id).
+func (a Attempt) Public() Payment {
+	return Payment{
+		ID: a.ID, OrderID: a.OrderID, Amount: a.Amount, Currency: a.Currency,
+		Status: a.Status, Provider: a.Provider, ProviderChargeID: a.ProviderChargeID,
+		FailureCode: a.FailureCode, Description: a.Description, Metadata: a.Metadata,
+		CreatedAt: a.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: a.UpdatedAt.UTC().Truncate(time.Second),
+	}
+}
+
+// ProviderKey is the idempotency key sent to the provider for attempt id:
+// stable across every retry of the intent, distinct for every attempt.
+func ProviderKey(attemptID string) string { return "psvc_" + attemptID }
+
+// NewID returns a fresh attempt id.
+func NewID() string { return ids.New("pay_", 12) }
+
+// FromRow converts a database row; generated types stop here.
+func FromRow(r db.PaymentAttempt) Attempt {
+	a := Attempt{
+		ID: r.ID, TenantID: r.TenantID, OrderID: r.OrderID, IdempotencyKey: r.IdempotencyKey,
+		Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
+		Description: r.Description, Status: Status(r.Status), Provider: r.Provider,
+		ProviderChargeID: r.ProviderChargeID, FailureCode: r.FailureCode,
+		CheckCount: int(r.CheckCount), NextCheckAt: r.NextCheckAt, NeedsReview: r.NeedsReview,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if len(r.Metadata) > 0 {
+		_ = json.Unmarshal(r.Metadata, &a.Metadata)
+	}
+	return a
+}

@@ -1,0 +1,128 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/acme/paymentsvc/db/migrations"
+)
+
+// migrateLockID is the advisory lock that serialises migrations of pods starting together.
+const migrateLockID int64 = 0x7061796d656e7473 // "payments"
+
+// Open connects a pool to databaseURL.
+func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return pool, nil
+}
+
+// EnsureDatabase creates the database named in databaseURL if it does not
+// exist, connecting to the server's "postgres" database to do so.
+func EnsureDatabase(ctx context.Context, databaseURL string) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	name := cfg.Database
+	if name == "" {
+		return errors.New("DATABASE_URL names no database")
+	}
+	probe, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return probe.Close(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+		return fmt.Errorf("connect: %w", err)
+	}
+	admin := cfg.Copy()
+	admin.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect to create database %q: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil && !isDuplicateDatabase(err) {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return nil
+}
+
+func isDuplicateDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	// 42P04 duplicate_database; 23505 when two creators race on pg_database.
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505")
+}
+
+// Migrate applies every pending migration while holding a session advisory
+// lock, so that pods starting together migrate one after another.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockID); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockID) }()
+
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	return runGoose(ctx, sqlDB, log)
+}
+
+func runGoose(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
+	sub, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		return err
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, r := range results {
+		log.Info("migration applied", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// Redact returns databaseURL without its password, for logs.
+func Redact(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil || u.User == nil {
+		return databaseURL
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return strings.Replace(u.String(), "xxxxx", "***", 1)
+}

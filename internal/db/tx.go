@@ -1,0 +1,70 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Q is the one stateless query set; every query takes its executor.
+var Q = New()
+
+// Sentinel errors that callers check instead of driver errors.
+var (
+	// ErrNotFound is a query that found no row (pgx.ErrNoRows).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is a unique-constraint violation (SQLSTATE 23505).
+	ErrConflict = errors.New("conflict")
+)
+
+// Translate maps driver errors to this package's sentinels, keeping the
+// original in the chain for logs. It is the only place that knows SQLSTATEs.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w (%s): %w", ErrConflict, pgErr.ConstraintName, err)
+	}
+	return err
+}
+
+// ConstraintName returns the violated constraint of a Postgres error, or "".
+func ConstraintName(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// WithTx runs fn in a transaction and commits it if fn returns nil. The
+// rollback does not use ctx: a cancelled request must still release its
+// transaction promptly rather than leave it to the pool.
+func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // no-op after a commit
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

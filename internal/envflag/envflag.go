@@ -1,0 +1,144 @@
+// Package envflag builds a command's configuration from environment variables
+// with equal-named lower-case flags overriding them (DATABASE_URL ⇔ --database-url).
+package envflag
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Set is a flag set whose flags take their defaults from the environment.
+type Set struct {
+	fs     *flag.FlagSet
+	errs   []error
+	lookup func(string) (string, bool)
+}
+
+// New returns a Set named name that reads the process environment.
+func New(name string) *Set {
+	return NewWithLookup(name, os.LookupEnv)
+}
+
+// NewWithLookup returns a Set that reads variables through lookup (for tests).
+func NewWithLookup(name string, lookup func(string) (string, bool)) *Set {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &Set{fs: fs, lookup: lookup}
+}
+
+// FlagSet exposes the underlying flag set, for usage text and extra flags.
+func (s *Set) FlagSet() *flag.FlagSet { return s.fs }
+
+// FlagName is the flag that overrides env variable name: DATABASE_URL → database-url.
+func FlagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(env), "_", "-")
+}
+
+func (s *Set) env(name, def string) string {
+	if v, ok := s.lookup(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func (s *Set) usage(env, usage string) string {
+	return fmt.Sprintf("%s (env %s)", usage, env)
+}
+
+// String registers a string setting.
+func (s *Set) String(env, def, usage string) *string {
+	return s.fs.String(FlagName(env), s.env(env, def), s.usage(env, usage))
+}
+
+// Duration registers a duration setting; a malformed environment value is reported by Parse.
+func (s *Set) Duration(env string, def time.Duration, usage string) *time.Duration {
+	v := def
+	if raw := s.env(env, ""); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s: %w", env, err))
+		} else {
+			v = d
+		}
+	}
+	return s.fs.Duration(FlagName(env), v, s.usage(env, usage))
+}
+
+// Int registers an integer setting; a malformed environment value is reported by Parse.
+func (s *Set) Int(env string, def int, usage string) *int {
+	v := def
+	if raw := s.env(env, ""); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s: %w", env, err))
+		} else {
+			v = n
+		}
+	}
+	return s.fs.Int(FlagName(env), v, s.usage(env, usage))
+}
+
+// Bool registers an on/off setting: on, true, 1, yes and off, false, 0, no.
+func (s *Set) Bool(env string, def bool, usage string) *bool {
+	v := def
+	if raw := s.env(env, ""); raw != "" {
+		b, err := ParseBool(raw)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s: %w", env, err))
+		} else {
+			v = b
+		}
+	}
+	p := &v
+	s.fs.Func(FlagName(env), s.usage(env, usage+fmt.Sprintf(" (default %v)", def)), func(raw string) error {
+		b, err := ParseBool(raw)
+		if err != nil {
+			return err
+		}
+		*p = b
+		return nil
+	})
+	return p
+}
+
+// ParseBool accepts on/off in addition to strconv.ParseBool's forms.
+func ParseBool(raw string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "on", "yes", "y", "true", "1", "t":
+		return true, nil
+	case "off", "no", "n", "false", "0", "f":
+		return false, nil
+	}
+	return false, fmt.Errorf("invalid boolean %q (want on or off)", raw)
+}
+
+// ErrHelp is returned by Parse when -h or --help was asked for; the caller exits 0.
+var ErrHelp = flag.ErrHelp
+
+// Parse parses args. It returns ErrHelp for -h (usage already printed), or an
+// error for a bad flag or a malformed environment value (the caller exits 2).
+func (s *Set) Parse(args []string, stderr io.Writer) error {
+	s.fs.SetOutput(stderr)
+	if err := s.fs.Parse(args); err != nil {
+		return err
+	}
+	if len(s.errs) > 0 {
+		err := errors.Join(s.errs...)
+		fmt.Fprintf(stderr, "invalid environment: %v\n", err)
+		return err
+	}
+	return nil
+}
+
+// ExitCode maps a Parse error to the contract's exit status: 0 for help, 2 otherwise.
+func ExitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}

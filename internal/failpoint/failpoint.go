@@ -1,0 +1,36 @@
+// Package failpoint makes the process die on the spot at a named point, for
+// crash tests. PAYMENTSVC_FAILPOINT=NAME arms one point; unset, Hit is a
+// comparison against an empty string and does nothing.
+package failpoint
+
+import (
+	"os"
+	"sync/atomic"
+)
+
+// The failpoints of the create path (CONTRACT §7).
+const (
+	AfterKeyAcquired     = "after_key_acquired"
+	AfterProviderCall    = "after_provider_call"
+	BeforeCompleteCommit = "before_complete_commit"
+)
+
+var (
+	armed string
+	fired atomic.Bool
+)
+
+// Arm sets the failpoint to trigger; main calls it once with the
+// environment's value, before serving.
+func Arm(name string) { armed = name }
+
+// Hit exits the process with status 137, writing nothing and cleaning up
+// nothing, the first time the armed point is reached.
+func Hit(name string) {
+	if armed == "" || armed != name {
+		return
+	}
+	if fired.CompareAndSwap(false, true) {
+		os.Exit(137)
+	}
+}

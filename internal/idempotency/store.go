@@ -1,0 +1,197 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/paymentsvc/internal/db"
+)
+
+// Config holds the lock and retention periods of keys.
+type Config struct {
+	LockTTL time.Duration // how long an in-progress key stays locked to its owner
+	KeyTTL  time.Duration // how long a key and its response are kept
+}
+
+// Outcome is what Acquire found.
+type Outcome int
+
+// The outcomes of Acquire.
+const (
+	// Owned: the caller now holds the key's lock (new key, or taken over).
+	Owned Outcome = iota + 1
+	// Replay: the key holds a final response; answer it.
+	Replay
+	// InUse: another owner holds the lock; retry after RetryAfter seconds.
+	InUse
+	// Mismatch: the key was used for a different request.
+	Mismatch
+)
+
+// Lock identifies a held key lock; every write under it checks Token.
+type Lock struct {
+	TenantID string
+	Key      string
+	Token    int64
+}
+
+// Result is Acquire's answer.
+type Result struct {
+	Outcome      Outcome
+	Lock         Lock   // Owned
+	AttemptID    string // Owned, Replay
+	Created      bool   // Owned: the key (and its attempt) were created by this call
+	ResponseCode int    // Replay
+	ResponseBody []byte // Replay
+	RetryAfter   int    // InUse: whole seconds until the lock expires, at least 1
+}
+
+// CreateFunc inserts the attempt of a new key in the key's transaction.
+type CreateFunc func(ctx context.Context, tx pgx.Tx, attemptID string) error
+
+// Acquire claims (tenantID, key) for a request with fingerprint fp. A new
+// key is inserted together with its attempt (create, given the attempt id);
+// an error from create rolls both back and is returned as is.
+func Acquire(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte, newAttemptID string, create CreateFunc) (Result, error) {
+	for range 5 {
+		res, inserted, err := insert(ctx, pool, cfg, tenantID, key, fp, newAttemptID, create)
+		if err != nil || inserted {
+			return res, err
+		}
+		res, err = existing(ctx, pool, cfg, tenantID, key, fp)
+		if !errors.Is(err, errRace) {
+			return res, err
+		}
+		// The key changed under us (deleted, completed or taken over): look again.
+	}
+	return Result{}, errors.New("idempotency: key kept changing under concurrent use")
+}
+
+var errRace = errors.New("idempotency: raced")
+
+func insert(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte, attemptID string, create CreateFunc) (Result, bool, error) {
+	var res Result
+	inserted := false
+	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		token, err := db.Q.IdemKeyInsert(ctx, tx, db.IdemKeyInsertParams{
+			TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: attemptID,
+			LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // someone else owns it
+		}
+		if err != nil {
+			return fmt.Errorf("insert key: %w", err)
+		}
+		if err := create(ctx, tx, attemptID); err != nil {
+			return err
+		}
+		inserted = true
+		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: attemptID, Created: true}
+		return nil
+	})
+	if err != nil {
+		return Result{}, false, err
+	}
+	return res, inserted, nil
+}
+
+func existing(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte) (Result, error) {
+	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, errRace // deleted by gc meanwhile: insert again
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("read key: %w", err)
+	}
+	if !bytes.Equal(row.Fingerprint, fp) {
+		return Result{Outcome: Mismatch}, nil
+	}
+	if row.ResponseCode != nil {
+		return Result{Outcome: Replay, AttemptID: row.AttemptID, ResponseCode: int(*row.ResponseCode), ResponseBody: row.ResponseBody}, nil
+	}
+	if row.Locked {
+		return Result{Outcome: InUse, AttemptID: row.AttemptID, RetryAfter: int(row.RetryAfterSeconds)}, nil
+	}
+	lock, ok, err := takeover(ctx, pool, cfg, tenantID, key, row.LockToken)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{}, errRace
+	}
+	return Result{Outcome: Owned, Lock: lock, AttemptID: row.AttemptID}, nil
+}
+
+func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, seen int64) (Lock, bool, error) {
+	token, err := db.Q.IdemKeyTakeover(ctx, q, db.IdemKeyTakeoverParams{
+		TenantID: tenantID, Key: key, SeenToken: seen, LockTtlMs: cfg.LockTTL.Milliseconds(),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lock{}, false, nil
+	}
+	if err != nil {
+		return Lock{}, false, fmt.Errorf("take over key: %w", err)
+	}
+	return Lock{tenantID, key, token}, true, nil
+}
+
+// TakeOverForAttempt claims the key of attemptID the way a retrying request
+// would (the reconciler and GET ?sync=true use it), so they never race a live
+// request. ok is false when the key is locked by a live owner, already holds
+// a final response, or was taken by someone else first.
+func TakeOverForAttempt(ctx context.Context, pool *pgxpool.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
+	ref, err := db.Q.IdemKeyGetByAttempt(ctx, pool, attemptID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lock{}, false, nil
+	}
+	if err != nil {
+		return Lock{}, false, fmt.Errorf("read key of %s: %w", attemptID, err)
+	}
+	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: ref.TenantID, Key: ref.Key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lock{}, false, nil
+	}
+	if err != nil {
+		return Lock{}, false, err
+	}
+	if row.ResponseCode != nil || row.Locked {
+		return Lock{}, false, nil
+	}
+	return takeover(ctx, pool, cfg, ref.TenantID, ref.Key, row.LockToken)
+}
+
+// Hold locks the key row in tx and reports whether l still owns it (same
+// token, no final response). Call it first in a completing transaction: the
+// row lock keeps the key as checked until commit.
+func Hold(ctx context.Context, tx db.DBTX, l Lock) (bool, error) {
+	_, err := db.Q.IdemKeyLockOwned(ctx, tx, db.IdemKeyLockOwnedParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Complete stores the final response under l and unlocks the key; false if
+// l no longer owns it.
+func Complete(ctx context.Context, tx db.DBTX, l Lock, code int, body []byte) (bool, error) {
+	n, err := db.Q.IdemKeyComplete(ctx, tx, db.IdemKeyCompleteParams{
+		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, ResponseCode: ptr(int32(code)), ResponseBody: body,
+	})
+	return n == 1, err
+}
+
+// Release unlocks the key without a final response, so that the next
+// request with it resumes the attempt; false if l no longer owns it.
+func Release(ctx context.Context, q db.DBTX, l Lock) (bool, error) {
+	n, err := db.Q.IdemKeyRelease(ctx, q, db.IdemKeyReleaseParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token})
+	return n == 1, err
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,86 @@
+// Package metrics defines the service's Prometheus metrics in one place, so
+// names, labels and units stay consistent across packages.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Registry holds every metric of the process; /metrics serves it.
+var Registry = prometheus.NewRegistry()
+
+func init() {
+	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+func register[C prometheus.Collector](c C) C {
+	Registry.MustRegister(c)
+	return c
+}
+
+// HTTP.
+var (
+	HTTPRequests = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_http_requests_total", Help: "HTTP requests by route pattern, method and status code.",
+	}, []string{"route", "method", "code"}))
+	HTTPDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "paymentsvc_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
+	}, []string{"route", "method"}))
+)
+
+// Idempotency and attempts.
+var (
+	IdempotencyOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_idempotency_outcomes_total",
+		Help: "Idempotency-Key outcomes: created, resumed, replayed, in_use, reused_mismatch, order_conflict.",
+	}, []string{"outcome"}))
+	AttemptTransitions = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_attempt_transitions_total", Help: "Attempt transitions by resulting status and source.",
+	}, []string{"status", "source"}))
+)
+
+// Provider.
+var (
+	ProviderCalls = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_provider_calls_total", Help: "HTTP calls to the provider by operation and result.",
+	}, []string{"op", "result"}))
+	ProviderCallDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "paymentsvc_provider_call_duration_seconds", Help: "Latency of single HTTP calls to the provider.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2, 3, 5, 10},
+	}, []string{"op"}))
+	ProviderRetries = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_provider_retries_total", Help: "Provider calls retried after a retryable failure.",
+	}, []string{"op"}))
+	ProviderChargeOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_provider_charge_outcomes_total", Help: "Charge outcomes: succeeded, declined, unknown, not_sent.",
+	}, []string{"outcome"}))
+	BreakerState = register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paymentsvc_provider_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+	}, []string{"provider"}))
+)
+
+// Webhooks.
+var (
+	WebhookOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_webhook_events_total",
+		Help: "Webhook deliveries by outcome: applied, duplicate, noop, anomaly, unknown_charge, bad_signature, bad_request.",
+	}, []string{"outcome"}))
+)
+
+// Outbox.
+var (
+	OutboxPending = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentsvc_outbox_pending", Help: "Outbox rows not yet published.",
+	}))
+	OutboxOldestAge = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentsvc_outbox_oldest_unpublished_age_seconds", Help: "Age of the oldest unpublished outbox row.",
+	}))
+	OutboxPublished = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentsvc_outbox_published_total", Help: "Outbox events published and acknowledged by JetStream.",
+	}))
+	OutboxPublishErrors = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentsvc_outbox_publish_errors_total", Help: "Outbox publish attempts that failed.",
+	}))
+)

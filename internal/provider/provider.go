@@ -1,0 +1,109 @@
+// Package provider talks to the payment provider: the Provider interface,
+// the simulator's HTTP client, and the resilient wrapper (circuit breaker and
+// jittered retries) that classifies every charge call into an Outcome that is
+// never a guess.
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is a lookup the provider answered with "no such charge".
+var ErrNotFound = errors.New("provider: charge not found")
+
+// ErrUnavailable is a call refused before anything was sent (breaker open).
+var ErrUnavailable = errors.New("provider: unavailable")
+
+// ChargeRequest is one charge. IdempotencyKey is derived from our attempt, so
+// the provider deduplicates every repeat of it.
+type ChargeRequest struct {
+	Amount         int64
+	Currency       string
+	PaymentMethod  string
+	Reference      string // our payment id
+	IdempotencyKey string
+}
+
+// Charge is the provider's record of a charge.
+type Charge struct {
+	ID             string `json:"id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"` // "succeeded" or "failed"
+	Reference      string `json:"reference"`
+	IdempotencyKey string `json:"idempotency_key"`
+	PaymentMethod  string `json:"payment_method,omitempty"`
+	Created        int64  `json:"created"`
+	Refunded       bool   `json:"refunded"`
+	FailureCode    string `json:"failure_code,omitempty"`
+}
+
+// Charge statuses.
+const (
+	ChargeSucceeded = "succeeded"
+	ChargeFailed    = "failed"
+)
+
+// Refund is the provider's record of a refund.
+type Refund struct {
+	ID     string `json:"id"`
+	Charge string `json:"charge"`
+	Amount int64  `json:"amount"`
+	Status string `json:"status"`
+}
+
+// Outcome classifies a charge call.
+type Outcome int
+
+// The outcomes of a charge call.
+const (
+	// NotSent: nothing reached the provider (breaker open); nothing was charged.
+	NotSent Outcome = iota
+	// Succeeded: the provider answered with a succeeded charge.
+	Succeeded
+	// Declined: the provider answered with a failed charge (e.g. card_declined).
+	Declined
+	// Unknown: the call may or may not have charged (timeout, reset after
+	// sending, 5xx, lost response, retry budget spent). Never a failure.
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case NotSent:
+		return "not_sent"
+	case Succeeded:
+		return "succeeded"
+	case Declined:
+		return "declined"
+	case Unknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// Result is what a charge call learned.
+type Result struct {
+	Outcome     Outcome
+	Charge      *Charge // set for Succeeded and Declined
+	DeclineCode string  // set for Declined
+	Attempts    int     // HTTP calls made
+	Err         error   // the last error, for Unknown and NotSent
+}
+
+// Provider is a payment provider.
+type Provider interface {
+	// Name is the provider's name as stored on attempts ("sim").
+	Name() string
+	// CreateCharge charges, deduplicated by req.IdempotencyKey.
+	CreateCharge(ctx context.Context, req ChargeRequest) Result
+	// ChargeByKey looks a charge up by the idempotency key it was created
+	// with; ErrNotFound if the provider has none.
+	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	// ListCharges lists the charges created in [from, to).
+	ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error)
+	// Refund refunds a charge in full, deduplicated by idempotencyKey.
+	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
+}
