@@ -1,0 +1,72 @@
+package providersim
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Defaults applied by New to a zero Config field.
+const (
+	DefaultAddr          = "127.0.0.1:9300"
+	DefaultAPIKey        = "sk_sim"
+	DefaultWebhookSecret = "whsec_dev"
+)
+
+// Config configures a Server; zero fields take the defaults above.
+type Config struct {
+	// Addr is where ListenAndServe binds; Handler ignores it.
+	Addr string
+	// APIKey is the bearer token /v1/* requires.
+	APIKey string
+	// StateFile, when set, is where the state is persisted after every change.
+	StateFile string
+	// WebhookURL, when set, receives a signed event for each new charge and refund.
+	WebhookURL string
+	// WebhookSecret signs webhook deliveries (see SignatureHeader).
+	WebhookSecret string
+	// Latency delays every charge call until the faults are changed.
+	Latency time.Duration
+	// Logger receives JSON-able structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults fills zero fields and rejects values that cannot work.
+func (c Config) withDefaults() (Config, error) {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.APIKey == "" {
+		c.APIKey = DefaultAPIKey
+	}
+	if c.WebhookSecret == "" {
+		c.WebhookSecret = DefaultWebhookSecret
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Latency < 0 {
+		return c, fmt.Errorf("latency %v is negative", c.Latency)
+	}
+	if c.WebhookURL != "" {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("webhook URL %q is not an absolute http(s) URL", c.WebhookURL)
+		}
+	}
+	return c, nil
+}
+
+// redactedWebhookURL is the webhook URL fit for a log line (no password).
+func (c Config) redactedWebhookURL() string {
+	if c.WebhookURL == "" {
+		return ""
+	}
+	u, err := url.Parse(c.WebhookURL)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,127 @@
+package providersim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// snapshotVersion is bumped when the state file's shape changes incompatibly.
+const snapshotVersion = 1
+
+// snapshot is the state file's JSON shape.
+type snapshot struct {
+	Version    int                     `json:"version"`
+	Charges    []Charge                `json:"charges"`
+	Refunds    []Refund                `json:"refunds"`
+	ChargeKeys map[string]storedAnswer `json:"charge_keys"`
+	RefundKeys map[string]storedAnswer `json:"refund_keys"`
+	Stats      Stats                   `json:"stats"`
+}
+
+// load reads the state file; a missing file is an empty state.
+func (s *Server) load() error {
+	b, err := os.ReadFile(s.cfg.StateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state file: %w", err)
+	}
+	var snap snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return fmt.Errorf("state file %s: %w", s.cfg.StateFile, err)
+	}
+	if snap.Version != snapshotVersion {
+		return fmt.Errorf("state file %s: version %d, want %d", s.cfg.StateFile, snap.Version, snapshotVersion)
+	}
+	st := newState()
+	for i := range snap.Charges {
+		st.charges[snap.Charges[i].ID] = &snap.Charges[i]
+	}
+	for i := range snap.Refunds {
+		st.refunds[snap.Refunds[i].ID] = &snap.Refunds[i]
+	}
+	for k, a := range snap.ChargeKeys {
+		if _, ok := st.charges[a.ID]; !ok {
+			return fmt.Errorf("state file %s: key %q names unknown charge %s", s.cfg.StateFile, k, a.ID)
+		}
+		st.chargeKeys[k] = &a
+	}
+	for k, a := range snap.RefundKeys {
+		if _, ok := st.refunds[a.ID]; !ok {
+			return fmt.Errorf("state file %s: key %q names unknown refund %s", s.cfg.StateFile, k, a.ID)
+		}
+		st.refundKeys[k] = &a
+	}
+	s.st = st
+	s.chargeCalls.Store(snap.Stats.ChargeCalls)
+	s.webhooksSent.Store(snap.Stats.WebhooksSent)
+	return nil
+}
+
+// persistLocked writes the whole state to the state file, if there is one.
+// Callers hold s.mu, so writes are serialised and never reorder.
+func (s *Server) persistLocked() error {
+	if s.cfg.StateFile == "" {
+		return nil
+	}
+	snap := snapshot{
+		Version:    snapshotVersion,
+		Charges:    s.st.sortedCharges(nil),
+		Refunds:    s.st.sortedRefunds(),
+		ChargeKeys: make(map[string]storedAnswer, len(s.st.chargeKeys)),
+		RefundKeys: make(map[string]storedAnswer, len(s.st.refundKeys)),
+		Stats:      s.statsLocked(),
+	}
+	for k, a := range s.st.chargeKeys {
+		snap.ChargeKeys[k] = *a
+	}
+	for k, a := range s.st.refundKeys {
+		snap.RefundKeys[k] = *a
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	return writeFileAtomic(s.cfg.StateFile, b)
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either the
+// old or the new file, never a torn one: temp file in the same directory,
+// fsync, rename, fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("state temp file: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once the rename succeeded
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write state: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync state: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close state: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename state: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		// Best effort: makes the rename itself durable on filesystems that need it.
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

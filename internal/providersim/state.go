@@ -1,0 +1,67 @@
+package providersim
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+)
+
+// storedAnswer is the first answer given under an idempotency key; later calls
+// with the same key and parameters get exactly these bytes back.
+type storedAnswer struct {
+	ID     string          `json:"id"` // the charge or refund the key created
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// state is everything the simulator remembers; Server.mu guards it.
+type state struct {
+	charges    map[string]*Charge
+	refunds    map[string]*Refund
+	chargeKeys map[string]*storedAnswer
+	refundKeys map[string]*storedAnswer
+}
+
+func newState() *state {
+	return &state{
+		charges:    map[string]*Charge{},
+		refunds:    map[string]*Refund{},
+		chargeKeys: map[string]*storedAnswer{},
+		refundKeys: map[string]*storedAnswer{},
+	}
+}
+
+// chargeByKey returns the charge created under an idempotency key.
+func (st *state) chargeByKey(key string) (*Charge, *storedAnswer, bool) {
+	ans, ok := st.chargeKeys[key]
+	if !ok {
+		return nil, nil, false
+	}
+	return st.charges[ans.ID], ans, true
+}
+
+// sortedCharges returns copies of the charges keep accepts, ordered by created then id.
+func (st *state) sortedCharges(keep func(*Charge) bool) []Charge {
+	out := make([]Charge, 0, len(st.charges))
+	for _, ch := range st.charges {
+		if keep == nil || keep(ch) {
+			out = append(out, *ch)
+		}
+	}
+	slices.SortFunc(out, func(a, b Charge) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// sortedRefunds returns copies of all refunds, ordered by created then id.
+func (st *state) sortedRefunds() []Refund {
+	out := make([]Refund, 0, len(st.refunds))
+	for _, re := range st.refunds {
+		out = append(out, *re)
+	}
+	slices.SortFunc(out, func(a, b Refund) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}

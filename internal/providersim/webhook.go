@@ -1,0 +1,162 @@
+package providersim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Delivery policy: exponential backoff from webhookFirstBackoff, doubling up
+// to webhookMaxBackoff, giving up after webhookMaxAttempts (about 35s in all),
+// so a dead receiver costs a bounded amount of work per event.
+const (
+	webhookFirstBackoff   = 100 * time.Millisecond
+	webhookMaxBackoff     = 5 * time.Second
+	webhookMaxAttempts    = 12
+	webhookAttemptTimeout = 10 * time.Second
+	headerSignature       = "Sim-Signature"
+)
+
+// notify sends a webhook event about ch, if webhooks are configured. It never
+// blocks: the charge or refund answer does not wait for delivery.
+func (s *Server) notify(eventType string, ch Charge) {
+	if s.hooks == nil {
+		return
+	}
+	s.hooks.enqueue(Event{
+		ID:      newID("evt_"),
+		Type:    eventType,
+		Created: s.now().Unix(),
+		Data:    EventData{Charge: ch},
+	})
+}
+
+// chargeEventType is the event announcing a new charge.
+func chargeEventType(ch *Charge) string {
+	if ch.Status == StatusFailed {
+		return EventChargeFailed
+	}
+	return EventChargeSucceeded
+}
+
+// webhookSender delivers events, one goroutine per event, until close.
+type webhookSender struct {
+	url       string
+	secret    string
+	client    *http.Client
+	log       *slog.Logger
+	now       func() time.Time
+	delivered func()
+	queued    atomic.Int64 // events accepted for delivery, for tests
+
+	ctx    context.Context // cancelled by close, ending every delivery
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards closed against wg.Add racing wg.Wait
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newWebhookSender(url, secret string, log *slog.Logger, now func() time.Time, delivered func()) *webhookSender {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &webhookSender{
+		url:       url,
+		secret:    secret,
+		client:    &http.Client{Timeout: webhookAttemptTimeout},
+		log:       log,
+		now:       now,
+		delivered: delivered,
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+}
+
+// enqueue starts delivering ev in the background.
+func (h *webhookSender) enqueue(ev Event) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		h.log.Error("webhook not sent: encode event", "event_id", ev.ID, "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.log.Warn("webhook not sent: simulator closing", "event_id", ev.ID, "type", ev.Type)
+		return
+	}
+	h.queued.Add(1)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.deliver(ev, body)
+	}()
+}
+
+// deliver posts body until a 2xx answer, the attempt limit, or close. Every
+// attempt carries the same event id and body, signed afresh with the current time.
+func (h *webhookSender) deliver(ev Event, body []byte) {
+	backoff := webhookFirstBackoff
+	for attempt := 1; ; attempt++ {
+		err := h.attempt(body)
+		if err == nil {
+			h.delivered()
+			h.log.Info("webhook delivered", "event_id", ev.ID, "type", ev.Type, "attempt", attempt)
+			return
+		}
+		if h.ctx.Err() != nil {
+			h.log.Warn("webhook abandoned: simulator closing", "event_id", ev.ID, "attempt", attempt)
+			return
+		}
+		if attempt == webhookMaxAttempts {
+			h.log.Error("webhook given up", "event_id", ev.ID, "type", ev.Type, "attempts", attempt, "err", err)
+			return
+		}
+		h.log.Warn("webhook attempt failed", "event_id", ev.ID, "attempt", attempt, "retry_in", backoff.String(), "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-h.ctx.Done():
+			t.Stop()
+			h.log.Warn("webhook abandoned: simulator closing", "event_id", ev.ID, "attempt", attempt)
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, webhookMaxBackoff)
+	}
+}
+
+// attempt makes one delivery; any answer but a 2xx is an error.
+func (h *webhookSender) attempt(body []byte) error {
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerSignature, SignatureHeader(h.secret, h.now().Unix(), body))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	// Drain a little so the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// close abandons pending retries and in-flight attempts and waits for every
+// delivery goroutine to return.
+func (h *webhookSender) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}
