@@ -23,12 +23,11 @@ func main() {
 func run(args []string, stderr io.Writer) int {
 	set := envflag.New("providersim")
 	addr := set.String("SIM_ADDR", providersim.DefaultAddr, "listen address")
-	apiKey := set.String("SIM_API_KEY", providersim.DefaultAPIKey, "API key clients send as Authorization: Bearer")
+	apiKey := set.Secret("SIM_API_KEY", providersim.DefaultAPIKey, "API key clients send as Authorization: Bearer")
 	stateFile := set.String("SIM_STATE_FILE", "", "file the state is persisted to (empty: memory only)")
 	webhookURL := set.String("SIM_WEBHOOK_URL", "", "URL webhooks are posted to (empty: no webhooks)")
-	webhookSecret := set.String("SIM_WEBHOOK_SECRET", providersim.DefaultWebhookSecret, "secret webhooks are signed with")
+	webhookSecret := set.Secret("SIM_WEBHOOK_SECRET", providersim.DefaultWebhookSecret, "secret webhooks are signed with")
 	latency := set.Duration("SIM_LATENCY", 0, "delay spent in every charge call before the charge is created")
-	set.FlagSet().Usage = func() { usage(set.FlagSet(), "SIM_API_KEY", "SIM_WEBHOOK_SECRET") }
 	if err := set.Parse(args, stderr); err != nil {
 		return envflag.ExitCode(err)
 	}

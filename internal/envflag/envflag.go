@@ -15,9 +15,11 @@ import (
 
 // Set is a flag set whose flags take their defaults from the environment.
 type Set struct {
-	fs     *flag.FlagSet
-	errs   []error
-	lookup func(string) (string, bool)
+	fs      *flag.FlagSet
+	errs    []error
+	lookup  func(string) (string, bool)
+	secrets map[string]bool
+	header  string
 }
 
 // New returns a Set named name that reads the process environment.
@@ -28,7 +30,41 @@ func New(name string) *Set {
 // NewWithLookup returns a Set that reads variables through lookup (for tests).
 func NewWithLookup(name string, lookup func(string) (string, bool)) *Set {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return &Set{fs: fs, lookup: lookup}
+	s := &Set{fs: fs, lookup: lookup, secrets: map[string]bool{}}
+	fs.Usage = s.printUsage
+	return s
+}
+
+// SetUsageHeader sets the text printed above the flags by -h.
+func (s *Set) SetUsageHeader(text string) { s.header = text }
+
+// printUsage prints the flags like flag.PrintDefaults, except that the
+// defaults of secrets are hidden: defaults come from the environment, so -h
+// would otherwise print API keys and signing secrets.
+func (s *Set) printUsage() {
+	out := s.fs.Output()
+	if s.header != "" {
+		fmt.Fprintln(out, strings.TrimRight(s.header, "\n"))
+	} else {
+		fmt.Fprintf(out, "Usage of %s:\n", s.fs.Name())
+	}
+	s.fs.VisitAll(func(f *flag.Flag) {
+		def := fmt.Sprintf(" (default %q)", f.DefValue)
+		switch {
+		case s.secrets[f.Name]:
+			def = " (default hidden)"
+		case f.DefValue == "" || f.DefValue == "0s":
+			def = ""
+		}
+		kind, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(out, "  --%s %s\n    \t%s%s\n", f.Name, kind, text, def)
+	})
+}
+
+// Secret registers a string setting whose value is never printed by -h.
+func (s *Set) Secret(env, def, usage string) *string {
+	s.secrets[FlagName(env)] = true
+	return s.String(env, def, usage)
 }
 
 // FlagSet exposes the underlying flag set, for usage text and extra flags.

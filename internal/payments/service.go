@@ -90,9 +90,10 @@ type CreateInput struct {
 // Reply is an answer to a create request: an HTTP status and the payment as
 // JSON, possibly replayed from the key's stored response.
 type Reply struct {
-	Code     int
-	Body     []byte
-	Replayed bool
+	Code      int
+	Body      []byte
+	Replayed  bool
+	PaymentID string
 }
 
 // StatusCode is the HTTP status that answers a payment in status s.
@@ -137,7 +138,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 		switch res.Outcome {
 		case idempotency.Replay:
 			metrics.IdempotencyOutcomes.WithLabelValues("replayed").Inc()
-			return Reply{Code: res.ResponseCode, Body: res.ResponseBody, Replayed: true}, nil
+			return Reply{Code: res.ResponseCode, Body: res.ResponseBody, Replayed: true, PaymentID: res.AttemptID}, nil
 		case idempotency.InUse:
 			metrics.IdempotencyOutcomes.WithLabelValues("in_use").Inc()
 			e := apperr.New(apperr.IdempotencyKeyInUse, "a request with this Idempotency-Key is in progress; retry later")
@@ -301,7 +302,7 @@ func replyFor(a attempts.Attempt) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return Reply{Code: StatusCode(a.Status), Body: body}, nil
+	return Reply{Code: StatusCode(a.Status), Body: body, PaymentID: a.ID}, nil
 }
 
 // conflicts reports whether a report c contradicts the final attempt a.

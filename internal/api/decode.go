@@ -1,0 +1,182 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/big"
+	"mime"
+	"net/http"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 64 << 10
+
+// MaxAmount is the largest amount accepted, in minor units.
+const MaxAmount = 99999999999
+
+// readJSONBody checks the content type and size and returns the raw body.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, apperr.New(apperr.PayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+		}
+		return nil, apperr.New(apperr.InvalidRequest, "could not read request body")
+	}
+	return body, nil
+}
+
+// createRequest is the body of POST /v1/payments.
+type createRequest struct {
+	OrderID       *string           `json:"order_id"`
+	Amount        *json.Number      `json:"amount"`
+	Currency      *string           `json:"currency"`
+	PaymentMethod *string           `json:"payment_method"`
+	Description   *string           `json:"description"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// validCreate is a createRequest that passed validation.
+type validCreate struct {
+	OrderID       string
+	Amount        int64
+	Currency      string
+	PaymentMethod string
+	Description   *string
+	Metadata      map[string]string
+}
+
+var paymentMethodRE = regexp.MustCompile(`^[A-Za-z0-9_\-.:]{1,255}$`)
+
+func invalid(format string, args ...any) error {
+	return apperr.New(apperr.InvalidRequest, format, args...)
+}
+
+// decodeCreate parses and validates a create body; the detail of an error
+// names the offending field.
+func decodeCreate(body []byte) (validCreate, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var req createRequest
+	if err := dec.Decode(&req); err != nil {
+		return validCreate{}, decodeError(err)
+	}
+	if dec.More() {
+		return validCreate{}, invalid("request body must be a single JSON object")
+	}
+	var v validCreate
+	switch {
+	case req.OrderID == nil:
+		return v, invalid("order_id is required")
+	case utf8.RuneCountInString(*req.OrderID) < 1 || utf8.RuneCountInString(*req.OrderID) > 64:
+		return v, invalid("order_id must be 1 to 64 characters")
+	case strings.IndexFunc(*req.OrderID, isControl) >= 0:
+		return v, invalid("order_id must not contain control characters")
+	}
+	v.OrderID = *req.OrderID
+	amount, err := parseAmount(req.Amount)
+	if err != nil {
+		return v, err
+	}
+	v.Amount = amount
+	switch {
+	case req.Currency == nil:
+		return v, invalid("currency is required")
+	case !isISO4217(*req.Currency):
+		return v, invalid("currency must be an ISO 4217 alphabetic code in upper case, e.g. USD")
+	}
+	v.Currency = *req.Currency
+	switch {
+	case req.PaymentMethod == nil:
+		return v, invalid("payment_method is required")
+	case !paymentMethodRE.MatchString(*req.PaymentMethod):
+		return v, invalid("payment_method must be 1 to 255 characters of letters, digits and _-.:")
+	}
+	v.PaymentMethod = *req.PaymentMethod
+	if req.Description != nil && utf8.RuneCountInString(*req.Description) > 1000 {
+		return v, invalid("description must be at most 1000 characters")
+	}
+	v.Description = req.Description
+	if err := validateMetadata(req.Metadata); err != nil {
+		return v, err
+	}
+	v.Metadata = req.Metadata
+	return v, nil
+}
+
+func parseAmount(n *json.Number) (int64, error) {
+	if n == nil {
+		return 0, invalid("amount is required")
+	}
+	r, ok := new(big.Rat).SetString(string(*n))
+	if !ok || !r.IsInt() {
+		return 0, invalid("amount must be an integer in the currency's minor unit")
+	}
+	i := r.Num()
+	if i.Sign() <= 0 || !i.IsInt64() || i.Int64() > MaxAmount {
+		return 0, invalid("amount must be between 1 and %d", MaxAmount)
+	}
+	return i.Int64(), nil
+}
+
+func validateMetadata(m map[string]string) error {
+	if len(m) > 50 {
+		return invalid("metadata must have at most 50 keys")
+	}
+	for k, val := range m {
+		if k == "" || utf8.RuneCountInString(k) > 40 {
+			return invalid("metadata keys must be 1 to 40 characters")
+		}
+		if utf8.RuneCountInString(val) > 500 {
+			return invalid("metadata[%q] must be at most 500 characters", k)
+		}
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// decodeError turns a JSON decoding error into a client-safe detail that
+// names the field where it can.
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return invalid("request body must be a JSON object")
+		}
+		return invalid("%s has the wrong type (%s)", field, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return invalid("request body is not valid JSON (at byte %d)", syntaxErr.Offset)
+	case errors.Is(err, io.EOF):
+		return invalid("request body is empty")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("request body is truncated JSON")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return invalid("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return invalid("request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func requireQuery(r *http.Request, name string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", invalid("query parameter %s is required", name)
+	}
+	return v, nil
+}

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/ids"
+	"github.com/acme/paymentsvc/internal/metrics"
+)
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyLogFields
+)
+
+// logFields collects what handlers learn (tenant, payment) for the request's log line.
+type logFields struct {
+	tenantID  string
+	paymentID string
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
+
+func fieldsOf(ctx context.Context) *logFields {
+	f, _ := ctx.Value(keyLogFields).(*logFields)
+	if f == nil {
+		return &logFields{}
+	}
+	return f
+}
+
+var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
+
+// observe gives every request an id (X-Request-Id honoured if sane, else
+// generated, and echoed), then logs one line and records metrics for it.
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDRE.MatchString(id) {
+			id = ids.New("req_", 12)
+		}
+		w.Header().Set("X-Request-Id", id)
+		fields := &logFields{}
+		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyLogFields, fields)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.ErrorContext(ctx, "panic serving request", "request_id", id, "panic", p)
+				if !rec.wrote {
+					writeProblem(rec, http.StatusInternalServerError, apperr.New(apperr.Internal, "internal error"))
+				}
+			}
+			route := chi.RouteContext(ctx).RoutePattern()
+			if route == "" {
+				route = "unmatched"
+			}
+			elapsed := time.Since(start)
+			metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+			metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+			attrs := []slog.Attr{
+				slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
+				slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			}
+			if fields.tenantID != "" {
+				attrs = append(attrs, slog.String("tenant_id", fields.tenantID))
+			}
+			if fields.paymentID != "" {
+				attrs = append(attrs, slog.String("payment_id", fields.paymentID))
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/payments"
+)
+
+// createRoute is the route the idempotency fingerprint names.
+const createRoute = "/v1/payments"
+
+func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
+	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
+	switch {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyMissing, "Idempotency-Key header is required"))
+		return
+	case err != nil:
+		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters"))
+		return
+	}
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := decodeCreate(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fp, err := idempotency.Fingerprint(http.MethodPost, createRoute, body)
+	if err != nil {
+		s.writeError(w, r, invalid("request body is not valid JSON"))
+		return
+	}
+	t := tenantOf(r.Context())
+	reply, err := s.Payments.Create(r.Context(), payments.CreateInput{
+		TenantID: t.ID, IdempotencyKey: key, Fingerprint: fp,
+		OrderID: req.OrderID, Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
+		Description: req.Description, Metadata: req.Metadata,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fieldsOf(r.Context()).paymentID = reply.PaymentID
+	if reply.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(reply.Code)
+	_, _ = w.Write(reply.Body)
+}
+
+func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
+	t := tenantOf(r.Context())
+	id := chi.URLParam(r, "id")
+	fieldsOf(r.Context()).paymentID = id
+	a, err := attempts.GetForTenant(r.Context(), s.Pool, t.ID, id)
+	if errors.Is(err, attempts.ErrNotFound) {
+		s.writeError(w, r, apperr.New(apperr.PaymentNotFound, "no payment %q", id))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if r.URL.Query().Get("sync") == "true" && (a.Status == attempts.Pending || a.Status == attempts.Unknown) {
+		a, _, err = s.Payments.Sync(r.Context(), a.ID, payments.SyncOptions{Source: attempts.SourceAPI})
+		if err != nil {
+			// The provider could not be asked: answer what we know.
+			s.log.WarnContext(r.Context(), "sync failed", "payment_id", id, "err", err)
+			if a, err = attempts.GetForTenant(r.Context(), s.Pool, t.ID, id); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, a.Public())
+}
+
+func (s *server) listPayments(w http.ResponseWriter, r *http.Request) {
+	orderID, err := requireQuery(r, "order_id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := attempts.ListByOrder(r.Context(), s.Pool, tenantOf(r.Context()).ID, orderID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]attempts.Payment, len(list))
+	for i, a := range list {
+		out[i] = a.Public()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}

@@ -1,0 +1,125 @@
+// Package api is the HTTP surface of paymentsvc: the chi router, tenant
+// authentication, request decoding, problem+json errors and the handlers.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/tenants"
+)
+
+// Deps are what the API is built from.
+type Deps struct {
+	Pool     *pgxpool.Pool
+	Payments *payments.Service
+	Webhooks http.Handler // POST /v1/webhooks/sim
+	OpenAPI  []byte       // served at /openapi.yaml
+	Draining *atomic.Bool // set during shutdown: /readyz answers 503
+	Log      *slog.Logger
+}
+
+type server struct {
+	Deps
+	log *slog.Logger
+}
+
+// New returns the service's HTTP handler.
+func New(d Deps) http.Handler {
+	if d.Draining == nil {
+		d.Draining = new(atomic.Bool)
+	}
+	s := &server{Deps: d, log: d.Log}
+	r := chi.NewRouter()
+	r.Use(s.observe)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, apperr.New(apperr.NotFound, "no such endpoint"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusMethodNotAllowed, apperr.New(apperr.MethodNotAllowed, "method not allowed on this endpoint"))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.ready)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(s.OpenAPI)
+	})
+	if s.Webhooks != nil {
+		r.Method(http.MethodPost, "/v1/webhooks/sim", s.Webhooks)
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Post("/v1/payments", s.createPayment)
+		r.Get("/v1/payments", s.listPayments)
+		r.Get("/v1/payments/{id}", s.getPayment)
+	})
+	return r
+}
+
+func (s *server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.Draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := s.Pool.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness: database unreachable", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "database unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type tenantKey struct{}
+
+// authenticate resolves the bearer API key to a tenant; nothing else is
+// read or written for a request without a valid key.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			s.writeError(w, r, apperr.New(apperr.Unauthorized, "a valid API key is required: Authorization: Bearer sk_…"))
+			return
+		}
+		t, err := tenants.Authenticate(r.Context(), s.Pool, key)
+		if err == tenants.ErrUnauthorized {
+			s.writeError(w, r, apperr.New(apperr.Unauthorized, "a valid API key is required: Authorization: Bearer sk_…"))
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		fieldsOf(r.Context()).tenantID = t.ID
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, t)))
+	})
+}
+
+func tenantOf(ctx context.Context) tenants.Tenant {
+	t, _ := ctx.Value(tenantKey{}).(tenants.Tenant)
+	return t
+}
+
+func bearer(h string) (string, bool) {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	key := strings.TrimSpace(h[len(prefix):])
+	return key, key != ""
+}
