@@ -1,0 +1,41 @@
+# paymentsvc — see README.md. Quick start: `make run`, `make test`.
+GO        ?= go
+BIN       := bin
+TEST_FLAGS ?= -race -count=1 -timeout 40m
+
+.PHONY: all build run test test-short demo generate sqlc-diff vet fmt-check bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## run: the service with the provider simulator on the local PostgreSQL
+run: build
+	./scripts/run.sh
+
+## test: every test, with the race detector, against the real PostgreSQL and NATS
+test:
+	$(GO) test $(TEST_FLAGS) ./...
+
+## demo: the seed notes' four scenarios on two pods, narrated
+demo: build
+	$(BIN)/demo
+
+generate:
+	$(GO) tool sqlc generate
+
+sqlc-diff:
+	$(GO) tool sqlc diff
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+clean:
+	rm -rf $(BIN)
