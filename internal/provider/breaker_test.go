@@ -1,0 +1,163 @@
+package provider
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
+	t.Parallel()
+	const (
+		failing = iota
+		gated
+	)
+	var mode atomic.Int32
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var f *fakeProvider
+	f = newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if mode.Load() == failing {
+			answerError(w, http.StatusServiceUnavailable, "simulated_fault")
+			return
+		}
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-f.stop:
+		}
+		f.answerCharge(w, r)
+	})
+	name := "sim-" + t.Name()
+	cfg := Config{CallTimeout: time.Second, RetryBudget: time.Millisecond, BreakerFailures: 3, BreakerCooldown: 200 * time.Millisecond}
+	r := NewResilient(namedCaller{NewSim(f.url, testAPIKey, nil), name}, cfg, nil)
+	require.Equal(t, 0.0, gaugeValue(t, name))
+
+	// A 1ms budget leaves no room for a retry: one call per charge.
+	for i := range 3 {
+		require.False(t, r.BreakerOpen(), "before failure %d", i+1)
+		res := r.CreateCharge(t.Context(), chargeReq("k-fail"))
+		require.Equal(t, Unknown, res.Outcome)
+		require.Equal(t, 1, res.Attempts)
+	}
+	require.Equal(t, 3, f.Hits())
+	require.True(t, r.BreakerOpen())
+	require.Equal(t, 2.0, gaugeValue(t, name))
+
+	res := r.CreateCharge(t.Context(), chargeReq("k-refused"))
+	require.Equal(t, NotSent, res.Outcome)
+	require.Equal(t, 0, res.Attempts)
+	require.ErrorIs(t, res.Err, ErrUnavailable)
+	require.ErrorIs(t, res.Err, gobreaker.ErrOpenState)
+	require.Equal(t, 3, f.Hits())
+
+	require.Eventually(t, func() bool { return !r.BreakerOpen() }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, gobreaker.StateHalfOpen, r.cb.State())
+	require.Equal(t, 1.0, gaugeValue(t, name))
+
+	mode.Store(gated)
+	trial := make(chan Result, 1)
+	go func() { trial <- r.CreateCharge(t.Context(), chargeReq("k-trial")) }()
+	waitFor(t, entered, 5*time.Second)
+
+	// While the trial is in flight, nothing else gets through.
+	res = r.CreateCharge(t.Context(), chargeReq("k-second"))
+	require.Equal(t, NotSent, res.Outcome)
+	require.ErrorIs(t, res.Err, ErrUnavailable)
+	require.ErrorIs(t, res.Err, gobreaker.ErrTooManyRequests)
+	require.Equal(t, 4, f.Hits())
+
+	close(release)
+	res = waitFor(t, trial, 5*time.Second)
+	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, gobreaker.StateClosed, r.cb.State())
+	require.Equal(t, 0.0, gaugeValue(t, name))
+
+	res = r.CreateCharge(t.Context(), chargeReq("k-after"))
+	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, 5, f.Hits())
+}
+
+func TestBreakerFailedTrialReopens(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, Config{CallTimeout: time.Second, RetryBudget: time.Millisecond, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond},
+		func(_ int, w http.ResponseWriter, _ *http.Request) {
+			answerError(w, http.StatusInternalServerError, "internal_error")
+		})
+	for range 2 {
+		require.Equal(t, Unknown, r.CreateCharge(t.Context(), chargeReq("k1")).Outcome)
+	}
+	require.True(t, r.BreakerOpen())
+	require.Eventually(t, func() bool { return !r.BreakerOpen() }, 5*time.Second, 5*time.Millisecond)
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, 1, res.Attempts)
+	require.True(t, r.BreakerOpen())
+	require.Equal(t, 3, f.Hits())
+	require.Equal(t, NotSent, r.CreateCharge(t.Context(), chargeReq("k2")).Outcome)
+	require.Equal(t, 3, f.Hits())
+}
+
+func TestBreakerOpeningMidRetryIsUnknown(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, Config{CallTimeout: time.Second, RetryBudget: 5 * time.Second, BreakerFailures: 2, BreakerCooldown: time.Minute},
+		func(_ int, w http.ResponseWriter, _ *http.Request) {
+			answerError(w, http.StatusBadGateway, "")
+		})
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, 2, res.Attempts)
+	require.Equal(t, 2, f.Hits())
+	// Something was sent: the refusal that stopped the retries is not the answer.
+	require.NotErrorIs(t, res.Err, ErrUnavailable)
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, http.StatusBadGateway, ce.Status)
+	require.True(t, r.BreakerOpen())
+}
+
+func TestBreakerIgnoresDeclines(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.BreakerFailures = 3
+	var f *fakeProvider
+	r, f := setup(t, cfg, func(_ int, w http.ResponseWriter, r *http.Request) { f.answerCharge(w, r) })
+
+	for i := range 10 {
+		res := r.CreateCharge(t.Context(), declinedReq("k"+string(rune('a'+i))))
+		require.Equal(t, Declined, res.Outcome)
+		require.Equal(t, 1, res.Attempts)
+	}
+
+	require.Equal(t, 10, f.Hits())
+	require.Equal(t, gobreaker.StateClosed, r.cb.State())
+	require.False(t, r.BreakerOpen())
+}
+
+func TestBreakerRefusesLookups(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, Config{CallTimeout: time.Second, RetryBudget: time.Millisecond, BreakerFailures: 1, BreakerCooldown: time.Minute},
+		func(_ int, w http.ResponseWriter, _ *http.Request) {
+			answerError(w, http.StatusServiceUnavailable, "")
+		})
+	_, err := r.ChargeByKey(t.Context(), "k1")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrUnavailable)
+	require.True(t, r.BreakerOpen())
+
+	_, err = r.ChargeByKey(t.Context(), "k1")
+	require.ErrorIs(t, err, ErrUnavailable)
+	_, err = r.ListCharges(t.Context(), time.Unix(0, 0), time.Unix(10, 0))
+	require.ErrorIs(t, err, ErrUnavailable)
+	_, err = r.Refund(t.Context(), "ch_1", "rk1")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Equal(t, 1, f.Hits())
+}

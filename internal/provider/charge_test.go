@@ -1,0 +1,306 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCreateChargeSucceeded(t *testing.T) {
+	t.Parallel()
+	var f *fakeProvider
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/charges" || r.Header.Get("Content-Type") != "application/json" {
+			answerError(w, http.StatusNotFound, "no_route")
+			return
+		}
+		f.answerCharge(w, r)
+	})
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Succeeded, res.Outcome)
+	require.NoError(t, res.Err)
+	require.Equal(t, 1, res.Attempts)
+	require.NotNil(t, res.Charge)
+	require.Equal(t, "ch_k1", res.Charge.ID)
+	require.Equal(t, ChargeSucceeded, res.Charge.Status)
+	require.Equal(t, int64(500), res.Charge.Amount)
+	require.Empty(t, res.DeclineCode)
+	require.Equal(t, []string{"k1"}, f.Keys())
+	require.Equal(t, []chargeBody{{Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_k1"}}, f.Bodies())
+}
+
+func TestCreateChargeDeclinedIsNotRetried(t *testing.T) {
+	t.Parallel()
+	var f *fakeProvider
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) { f.answerCharge(w, r) })
+
+	res := r.CreateCharge(t.Context(), declinedReq("k1"))
+
+	require.Equal(t, Declined, res.Outcome)
+	require.Equal(t, "card_declined", res.DeclineCode)
+	require.Equal(t, 1, res.Attempts)
+	require.NoError(t, res.Err)
+	require.NotNil(t, res.Charge)
+	require.Equal(t, "ch_k1", res.Charge.ID)
+	require.Equal(t, ChargeFailed, res.Charge.Status)
+	require.Equal(t, 1, f.Hits())
+}
+
+func TestCreateChargeRetriesWithTheSameKey(t *testing.T) {
+	t.Parallel()
+	var f *fakeProvider
+	r, f := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
+		if n <= 2 {
+			answerError(w, http.StatusServiceUnavailable, "simulated_fault")
+			return
+		}
+		f.answerCharge(w, r)
+	})
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, 3, res.Attempts)
+	require.Equal(t, "ch_k1", res.Charge.ID)
+	require.Equal(t, 3, f.Hits())
+	require.Equal(t, []string{"k1", "k1", "k1"}, f.Keys())
+}
+
+func TestCreateChargeRetries409And429(t *testing.T) {
+	t.Parallel()
+	var f *fakeProvider
+	r, f := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
+		switch n {
+		case 1:
+			answerError(w, http.StatusConflict, "idempotency_key_in_use")
+		case 2:
+			answerError(w, http.StatusTooManyRequests, "rate_limited")
+		default:
+			f.answerCharge(w, r)
+		}
+	})
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, 3, res.Attempts)
+	require.Equal(t, 3, f.Hits())
+}
+
+func TestCreateChargeUnknownWhenBudgetSpent(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.RetryBudget, cfg.CallTimeout = 300*time.Millisecond, 500*time.Millisecond
+	r, f := setup(t, cfg, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusServiceUnavailable, "simulated_fault")
+	})
+
+	start := time.Now()
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+	elapsed := time.Since(start)
+
+	require.Equal(t, Unknown, res.Outcome)
+	require.Nil(t, res.Charge)
+	require.GreaterOrEqual(t, res.Attempts, 2)
+	require.Equal(t, res.Attempts, f.Hits())
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, KindStatus, ce.Kind)
+	require.Equal(t, http.StatusServiceUnavailable, ce.Status)
+	require.NotErrorIs(t, res.Err, ErrUnavailable)
+	// A correctness bound: no call starts after the budget, and a call lasts
+	// at most CallTimeout.
+	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+500*time.Millisecond)
+}
+
+func TestCreateChargeUnknownWhenProviderHangs(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.CallTimeout, cfg.RetryBudget = 100*time.Millisecond, 300*time.Millisecond
+	var f *fakeProvider
+	r, f := setup(t, cfg, func(_ int, _ http.ResponseWriter, r *http.Request) { f.hang(r) })
+
+	start := time.Now()
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+	elapsed := time.Since(start)
+
+	require.Equal(t, Unknown, res.Outcome)
+	require.GreaterOrEqual(t, res.Attempts, 1)
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, KindTimeout, ce.Kind)
+	require.True(t, ce.Sent)
+	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+500*time.Millisecond)
+}
+
+func TestCreateChargeUnknownOnNonRetryable4xx(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		apiKey string
+		status int
+		code   string
+	}{
+		{name: "idempotency error", apiKey: testAPIKey, status: http.StatusBadRequest, code: "idempotency_error"},
+		{name: "unauthorized", apiKey: "sk_wrong", status: http.StatusUnauthorized, code: "unauthorized"},
+		{name: "402 without a charge", apiKey: testAPIKey, status: http.StatusPaymentRequired, code: "card_declined"},
+		{name: "404", apiKey: testAPIKey, status: http.StatusNotFound, code: "resource_missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerError(w, tt.status, tt.code) })
+			r := NewResilient(NewSim(f.url, tt.apiKey, nil), testConfig(), nil)
+
+			res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+			require.Equal(t, Unknown, res.Outcome)
+			require.Equal(t, 1, res.Attempts)
+			require.Equal(t, 1, f.Hits())
+			var ce *CallError
+			require.ErrorAs(t, res.Err, &ce)
+			require.Equal(t, KindStatus, ce.Kind)
+			require.Equal(t, tt.status, ce.Status)
+			require.Equal(t, tt.code, ce.Code)
+			require.NotErrorIs(t, res.Err, ErrNotFound)
+			require.False(t, r.BreakerOpen())
+			require.Zero(t, r.cb.Counts().ConsecutiveFailures)
+		})
+	}
+}
+
+func TestCreateChargeRetriesLostResponse(t *testing.T) {
+	t.Parallel()
+	var f *fakeProvider
+	r, f := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			// drop_after_commit: the charge exists, the answer is lost.
+			f.answerCharge(httptest.NewRecorder(), r)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		f.answerCharge(w, r)
+	})
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, 2, res.Attempts)
+	require.Equal(t, "ch_k1", res.Charge.ID)
+	require.Equal(t, []string{"k1", "k1"}, f.Keys())
+}
+
+func TestCreateChargeUnknownWhenConnectionRefused(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	cfg := testConfig()
+	cfg.RetryBudget = 300 * time.Millisecond
+	r := NewResilient(NewSim("http://"+addr, testAPIKey, nil), cfg, nil)
+
+	res := r.CreateCharge(t.Context(), chargeReq("k1"))
+
+	// Nothing was sent, but only a breaker refusal is NotSent: the rule is
+	// simple and a wrong Unknown costs a lookup, a wrong NotSent a double charge.
+	require.Equal(t, Unknown, res.Outcome)
+	require.GreaterOrEqual(t, res.Attempts, 2)
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, KindTransport, ce.Kind)
+	require.False(t, ce.Sent)
+}
+
+func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.RetryBudget = time.Minute
+	f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusServiceUnavailable, "simulated_fault")
+	})
+	logs := make(logSignal, 16)
+	r := NewResilient(NewSim(f.url, testAPIKey, nil), cfg, slog.New(logs))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan Result, 1)
+	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
+
+	// The fourth retry waits 800ms ±50%, so a prompt return is the cancel's doing.
+	for retries := 0; retries < 4; {
+		if waitFor(t, logs, 5*time.Second) == "provider call failed, retrying" {
+			retries++
+		}
+	}
+	cancel()
+	canceled := time.Now()
+	res := waitFor(t, done, 5*time.Second)
+
+	require.Less(t, time.Since(canceled), 300*time.Millisecond)
+	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, 4, res.Attempts)
+	require.Equal(t, 4, f.Hits())
+	require.ErrorIs(t, res.Err, context.Canceled)
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, http.StatusServiceUnavailable, ce.Status)
+}
+
+func TestCreateChargeStopsWhenCtxCanceledDuringCall(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.CallTimeout, cfg.BreakerFailures = 10*time.Second, 1
+	entered := make(chan struct{}, 1)
+	var f *fakeProvider
+	r, f := setup(t, cfg, func(_ int, _ http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		f.hang(r)
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan Result, 1)
+	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
+
+	waitFor(t, entered, 5*time.Second)
+	cancel()
+	canceled := time.Now()
+	res := waitFor(t, done, 5*time.Second)
+
+	require.Less(t, time.Since(canceled), 500*time.Millisecond)
+	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, f.Hits())
+	var ce *CallError
+	require.ErrorAs(t, res.Err, &ce)
+	require.Equal(t, KindCanceled, ce.Kind)
+	// Our own cancellation says nothing about the provider.
+	require.False(t, r.BreakerOpen())
+}
+
+func TestCreateChargeAlreadyCanceledCtx(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusServiceUnavailable, "simulated_fault")
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	res := r.CreateCharge(ctx, chargeReq("k1"))
+
+	// Nothing was sent, but only a breaker refusal is NotSent (the API
+	// answers NotSent with 503 provider_unavailable).
+	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, 0, res.Attempts)
+	require.Equal(t, 0, f.Hits())
+	require.True(t, errors.Is(res.Err, context.Canceled))
+}

@@ -1,0 +1,150 @@
+package provider
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestChargeByKeyFound(t *testing.T) {
+	t.Parallel()
+	want := Charge{ID: "ch_1", Amount: 500, Currency: "USD", Status: ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k 1/+", Created: 1700000000}
+	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/charges" || r.URL.Query().Get("idempotency_key") != want.IdempotencyKey {
+			answerError(w, http.StatusBadRequest, "invalid_request")
+			return
+		}
+		answerJSON(w, http.StatusOK, want)
+	})
+
+	got, err := r.ChargeByKey(t.Context(), want.IdempotencyKey)
+
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+func TestChargeByKeyNotFoundIsNotABreakerFailure(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.BreakerFailures = 1
+	r, f := setup(t, cfg, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusNotFound, "resource_missing")
+	})
+
+	for range 3 {
+		_, err := r.ChargeByKey(t.Context(), "k1")
+		require.ErrorIs(t, err, ErrNotFound)
+	}
+
+	require.Equal(t, 3, f.Hits())
+	require.False(t, r.BreakerOpen())
+	require.Zero(t, r.cb.Counts().ConsecutiveFailures)
+}
+
+func TestChargeByKeyBare404IsNotNotFound(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+		http.NotFound(w, nil)
+	})
+
+	_, err := r.ChargeByKey(t.Context(), "k1")
+
+	// A 404 without the provider's code (wrong URL, a proxy) proves nothing.
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrNotFound)
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, http.StatusNotFound, ce.Status)
+	require.Equal(t, 1, f.Hits())
+}
+
+func TestChargeByKeyEmptyKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusNotFound, "resource_missing")
+	})
+
+	_, err := r.ChargeByKey(t.Context(), "")
+
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrNotFound)
+	require.Equal(t, 0, f.Hits())
+}
+
+func TestListCharges(t *testing.T) {
+	t.Parallel()
+	data := []Charge{
+		{ID: "ch_1", Amount: 500, Currency: "USD", Status: ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k1", Created: 1700000001},
+		{ID: "ch_2", Amount: 700, Currency: "EUR", Status: ChargeFailed, Reference: "pay_2", IdempotencyKey: "k2", Created: 1700000002, FailureCode: "card_declined", Refunded: false},
+	}
+	var gte, lt string
+	r, _ := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			answerError(w, http.StatusServiceUnavailable, "")
+			return
+		}
+		gte, lt = r.URL.Query().Get("created_gte"), r.URL.Query().Get("created_lt")
+		answerJSON(w, http.StatusOK, map[string]any{"data": data})
+	})
+
+	got, err := r.ListCharges(t.Context(), time.Unix(1700000000, 0), time.Unix(1700086400, 500))
+
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	require.Equal(t, "1700000000", gte)
+	// [from, to) in whole seconds: a charge created at 1700086400 is before to.
+	require.Equal(t, "1700086401", lt)
+}
+
+func TestListChargesEmpty(t *testing.T) {
+	t.Parallel()
+	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, http.StatusOK, map[string]any{"data": []Charge{}})
+	})
+
+	got, err := r.ListCharges(t.Context(), time.Unix(0, 0), time.Unix(86400, 0))
+
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+func TestRefund(t *testing.T) {
+	t.Parallel()
+	var key, body string
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/refunds" {
+			answerError(w, http.StatusNotFound, "no_route")
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		key, body = r.Header.Get("Idempotency-Key"), string(b)
+		answerJSON(w, http.StatusCreated, Refund{ID: "re_1", Charge: "ch_1", Amount: 500, Status: "succeeded"})
+	})
+
+	got, err := r.Refund(t.Context(), "ch_1", "refund-k1")
+
+	require.NoError(t, err)
+	require.Equal(t, Refund{ID: "re_1", Charge: "ch_1", Amount: 500, Status: "succeeded"}, got)
+	require.Equal(t, "refund-k1", key)
+	require.JSONEq(t, `{"charge":"ch_1"}`, body)
+	require.Equal(t, 1, f.Hits())
+}
+
+func TestRefundRefusedIsNotRetried(t *testing.T) {
+	t.Parallel()
+	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerError(w, http.StatusBadRequest, "charge_already_refunded")
+	})
+
+	_, err := r.Refund(t.Context(), "ch_1", "refund-k1")
+
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, KindStatus, ce.Kind)
+	require.Equal(t, "charge_already_refunded", ce.Code)
+	require.Equal(t, 1, f.Hits())
+	require.False(t, r.BreakerOpen())
+}

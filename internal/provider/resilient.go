@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sony/gobreaker"
+
+	"github.com/acme/paymentsvc/internal/metrics"
+)
+
+// Caller is the single-shot provider API that Resilient drives: each method
+// is one HTTP call, and a failed call returns a *CallError. *Sim is one.
+type Caller interface {
+	Name() string
+	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
+	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error)
+	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
+}
+
+var _ Caller = (*Sim)(nil)
+
+// Config bounds the calls Resilient makes. A zero or negative field takes the
+// contract's default (PROVIDER_CALL_TIMEOUT and friends).
+type Config struct {
+	CallTimeout     time.Duration // one HTTP call
+	RetryBudget     time.Duration // no call starts later than this after the first
+	BreakerFailures uint32        // consecutive failed calls that open the breaker
+	BreakerCooldown time.Duration // how long the breaker stays open
+}
+
+// Contract defaults of Config.
+const (
+	DefaultCallTimeout     = 3 * time.Second
+	DefaultRetryBudget     = 8 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.RetryBudget <= 0 {
+		c.RetryBudget = DefaultRetryBudget
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerCooldown <= 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
+	}
+	return c
+}
+
+// Resilient is a Provider that bounds every call to the inner one by
+// CallTimeout, retries retryable failures with jittered exponential backoff
+// within RetryBudget, and guards all calls with one circuit breaker. It never
+// guesses: a charge whose fate it does not know is Unknown.
+type Resilient struct {
+	inner Caller
+	cfg   Config
+	log   *slog.Logger
+	cb    *gobreaker.TwoStepCircuitBreaker
+}
+
+var _ Provider = (*Resilient)(nil)
+
+// NewResilient wraps inner; a nil log discards.
+func NewResilient(inner Caller, cfg Config, log *slog.Logger) *Resilient {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Resilient{inner: inner, cfg: cfg.withDefaults(), log: log.With("provider", inner.Name())}
+	r.cb = newBreaker(inner.Name(), r.cfg, r.log)
+	return r
+}
+
+// Name is the inner provider's name.
+func (r *Resilient) Name() string { return r.inner.Name() }
+
+// BreakerOpen reports whether the breaker is open, so a call now would be
+// refused without reaching the provider. In half-open state it is false even
+// while the one trial call is in flight; a call then returns NotSent.
+func (r *Resilient) BreakerOpen() bool { return r.cb.State() == gobreaker.StateOpen }
+
+// CreateCharge charges, retrying under the same idempotency key (the provider
+// deduplicates it, so a retry never charges twice).
+func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
+	var ch Charge
+	attempts, err := r.run(ctx, opCharge, func(ctx context.Context) error {
+		var err error
+		ch, err = r.inner.PostCharge(ctx, req)
+		return err
+	})
+	res := classifyCharge(attempts, ch, err)
+	metrics.ProviderChargeOutcomes.WithLabelValues(res.Outcome.String()).Inc()
+	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "attempts", res.Attempts, "outcome", res.Outcome.String())
+	switch res.Outcome {
+	case Unknown:
+		log.Warn("provider charge outcome unknown", "err", res.Err)
+	case NotSent:
+		log.Warn("provider charge not sent", "err", res.Err)
+	default:
+		log.Info("provider charge answered", "charge", res.Charge.ID)
+	}
+	return res
+}
+
+// classifyCharge turns the end of a charge's retries into a Result. Only a
+// breaker refusal before any call is NotSent; everything that is neither a
+// succeeded charge nor a decline is Unknown, because it may have charged.
+func classifyCharge(attempts int, ch Charge, err error) Result {
+	res := Result{Attempts: attempts}
+	var ce *CallError
+	switch {
+	case err == nil:
+		res.Outcome, res.Charge = Succeeded, &ch
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && ce.Charge != nil:
+		res.Outcome, res.Charge, res.DeclineCode = Declined, ce.Charge, ce.Code
+	case attempts == 0 && errors.Is(err, ErrUnavailable):
+		res.Outcome, res.Err = NotSent, err
+	default:
+		res.Outcome, res.Err = Unknown, err
+	}
+	return res
+}
+
+// ChargeByKey looks a charge up by its idempotency key; ErrNotFound only
+// when the provider says it has none.
+func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
+	if key == "" {
+		return Charge{}, errEmptyKey
+	}
+	var ch Charge
+	_, err := r.run(ctx, opLookup, func(ctx context.Context) error {
+		var err error
+		ch, err = r.inner.ChargeByKey(ctx, key)
+		return err
+	})
+	if err != nil {
+		return Charge{}, err
+	}
+	return ch, nil
+}
+
+// ListCharges lists the charges created in [from, to).
+func (r *Resilient) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
+	var list []Charge
+	_, err := r.run(ctx, opList, func(ctx context.Context) error {
+		var err error
+		list, err = r.inner.ListCharges(ctx, from, to)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// Refund refunds a charge in full, retrying under the same idempotency key.
+func (r *Resilient) Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error) {
+	var re Refund
+	_, err := r.run(ctx, opRefund, func(ctx context.Context) error {
+		var err error
+		re, err = r.inner.Refund(ctx, chargeID, idempotencyKey)
+		return err
+	})
+	if err != nil {
+		return Refund{}, err
+	}
+	return re, nil
+}
+
+// refusal is a call the breaker did not let through.
+func refusal(op string, err error) error {
+	return fmt.Errorf("%w: %s refused, circuit breaker: %w", ErrUnavailable, op, err)
+}

@@ -1,0 +1,94 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/acme/paymentsvc/internal/metrics"
+)
+
+// Backoff between retries: 100ms, 200ms, 400ms … capped at 2s, each ±50%.
+const (
+	retryInitialInterval = 100 * time.Millisecond
+	retryMultiplier      = 2
+	retryMaxInterval     = 2 * time.Second
+	retryJitter          = 0.5
+)
+
+// run makes call through the breaker until it succeeds, fails for good, the
+// retry budget is spent, the breaker refuses, or ctx ends. attempts counts the
+// calls made (refusals are not calls). The error is the last call's, except
+// a refusal before any call, which wraps ErrUnavailable.
+func (r *Resilient) run(ctx context.Context, op string, call func(context.Context) error) (attempts int, err error) {
+	// A call doomed before it starts would take the breaker's half-open trial
+	// slot and report nothing about the provider.
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("provider %s: not called: %w", op, err)
+	}
+	var (
+		last    error // the last call's error
+		refused bool  // the breaker refused the last try
+	)
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(retryInitialInterval),
+		backoff.WithRandomizationFactor(retryJitter),
+		backoff.WithMultiplier(retryMultiplier),
+		backoff.WithMaxInterval(retryMaxInterval),
+		// The backoff stops before a wait would end past the budget, so no call
+		// starts after it and the whole run ends within budget + CallTimeout.
+		backoff.WithMaxElapsedTime(r.cfg.RetryBudget),
+	), ctx)
+	err = backoff.RetryNotify(func() error {
+		err := r.callOnce(ctx, op, call)
+		if isRefusal(err) {
+			refused = true
+			return backoff.Permanent(refusal(op, err))
+		}
+		attempts++
+		last = err
+		if err != nil && !retryable(ctx, err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, b, func(err error, wait time.Duration) {
+		metrics.ProviderRetries.WithLabelValues(op).Inc()
+		r.log.Info("provider call failed, retrying", "op", op, "attempt", attempts, "wait", wait, "err", err)
+	})
+	switch {
+	case err == nil, refused && attempts == 0:
+		return attempts, err
+	case refused:
+		// Something was sent already: the refusal proves nothing about it, so
+		// the answer is the last call's error, not ErrUnavailable.
+		return attempts, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
+	case ctx.Err() != nil && err == ctx.Err() && last != nil:
+		// ctx ended while waiting for the next try; the backoff returns only ctx.Err().
+		return attempts, fmt.Errorf("%w (retries stopped: %w)", last, err)
+	}
+	return attempts, err
+}
+
+// callOnce makes one call, bounded by CallTimeout, if the breaker allows it,
+// and reports its outcome to the breaker and the metrics.
+func (r *Resilient) callOnce(ctx context.Context, op string, call func(context.Context) error) (err error) {
+	done, err := r.cb.Allow()
+	if err != nil {
+		metrics.ProviderCalls.WithLabelValues(op, resultLabel(err)).Inc()
+		return err
+	}
+	// Deferred so that even a panicking call releases the half-open trial slot.
+	failed := true
+	defer func() { done(!failed) }()
+
+	callCtx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	err = call(callCtx)
+	metrics.ProviderCallDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	metrics.ProviderCalls.WithLabelValues(op, resultLabel(err)).Inc()
+	failed = providerFailed(ctx, err)
+	return err
+}

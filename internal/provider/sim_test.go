@@ -1,0 +1,79 @@
+package provider
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSimPostChargeClassifiesFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		answer func(f *fakeProvider, w http.ResponseWriter, r *http.Request)
+		want   CallError
+	}{
+		{
+			name:   "decline carries the failed charge",
+			answer: func(f *fakeProvider, w http.ResponseWriter, r *http.Request) { f.answerCharge(w, r) },
+			want:   CallError{Op: "charge", Kind: KindDeclined, Sent: true, Status: 402, Code: "card_declined"},
+		},
+		{
+			name: "lost answer may have been sent",
+			answer: func(_ *fakeProvider, w http.ResponseWriter, _ *http.Request) {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					_ = conn.Close()
+				}
+			},
+			want: CallError{Op: "charge", Kind: KindTransport, Sent: true},
+		},
+		{
+			name:   "5xx",
+			answer: func(_ *fakeProvider, w http.ResponseWriter, _ *http.Request) { answerError(w, 503, "simulated_fault") },
+			want:   CallError{Op: "charge", Kind: KindStatus, Sent: true, Status: 503, Code: "simulated_fault"},
+		},
+		{
+			name:   "201 that is not a charge",
+			answer: func(_ *fakeProvider, w http.ResponseWriter, _ *http.Request) { answerJSON(w, 201, map[string]string{}) },
+			want:   CallError{Op: "charge", Kind: KindBadResponse, Sent: true, Status: 201},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var f *fakeProvider
+			f = newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) { tt.answer(f, w, r) })
+
+			_, err := NewSim(f.url, testAPIKey, nil).PostCharge(t.Context(), declinedReq("k1"))
+
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tt.want.Op, ce.Op)
+			require.Equal(t, tt.want.Kind, ce.Kind)
+			require.Equal(t, tt.want.Sent, ce.Sent)
+			require.Equal(t, tt.want.Status, ce.Status)
+			require.Equal(t, tt.want.Code, ce.Code)
+			if tt.want.Kind == KindDeclined {
+				require.NotNil(t, ce.Charge)
+				require.Equal(t, "ch_k1", ce.Charge.ID)
+				require.Equal(t, ChargeFailed, ce.Charge.Status)
+			}
+		})
+	}
+}
+
+func TestSimConnectionRefusedIsNotSent(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+
+	_, err := NewSim(srv.URL, testAPIKey, nil).PostCharge(t.Context(), chargeReq("k1"))
+
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, KindTransport, ce.Kind)
+	require.False(t, ce.Sent)
+}
