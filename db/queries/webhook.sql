@@ -1,0 +1,16 @@
+-- Claims a provider event: of any number of deliveries of one event, on any
+-- number of pods, exactly one inserts the row (the others wait for its
+-- transaction and then affect no row), so an event is applied at most once.
+-- The outcome is set by WebhookEventSetOutcome in the same transaction.
+-- name: WebhookEventInsert :execrows
+INSERT INTO webhook_events (provider, event_id, type, charge_id, outcome, payload)
+VALUES (
+    sqlc.arg(provider), sqlc.arg(event_id), sqlc.arg(type),
+    sqlc.narg(charge_id), 'received', sqlc.arg(payload)
+)
+ON CONFLICT (provider, event_id) DO NOTHING;
+
+-- name: WebhookEventSetOutcome :exec
+UPDATE webhook_events
+SET outcome = sqlc.arg(outcome), attempt_id = sqlc.narg(attempt_id)
+WHERE provider = sqlc.arg(provider) AND event_id = sqlc.arg(event_id);

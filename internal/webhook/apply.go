@@ -1,0 +1,189 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+)
+
+// Provider is the provider name webhook events are stored under.
+const Provider = "sim"
+
+// Outcomes, stored in webhook_events.outcome (all but duplicate) and counted
+// in metrics.WebhookOutcomes.
+const (
+	outcomeApplied       = "applied"        // the event moved its attempt
+	outcomeNoop          = "noop"           // the event agrees with what we know
+	outcomeAnomaly       = "anomaly"        // the event contradicts what we know: anomaly recorded
+	outcomeUnknownCharge = "unknown_charge" // no attempt for the charge: anomaly recorded
+	outcomeDuplicate     = "duplicate"      // the event was seen before: nothing done
+)
+
+// Anomaly kinds this package records.
+const (
+	anomalyConflictingReport = "conflicting_report"
+	anomalyUnknownCharge     = "unknown_charge"
+	anomalyRefundReported    = "refund_reported"
+)
+
+// defaultFailureCode is used for a charge.failed event without a failure code.
+const defaultFailureCode = "provider_failed"
+
+// result is what processing one event did.
+type result struct {
+	outcome   string
+	attemptID string
+	moved     attempts.Status // the status the attempt moved to, when applied
+}
+
+// process records ev and applies it, all in one transaction: the event row
+// is the claim, so an event is applied at most once however often and on
+// however many pods it is delivered.
+func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, error) {
+	ch := ev.Data.Charge
+	n, err := db.Q.WebhookEventInsert(ctx, tx, db.WebhookEventInsertParams{
+		Provider: Provider, EventID: ev.ID, Type: ev.Type, ChargeID: &ch.ID, Payload: body,
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("insert webhook event: %w", db.Translate(err))
+	}
+	if n == 0 {
+		return result{outcome: outcomeDuplicate}, nil
+	}
+	res, err := apply(ctx, tx, ev)
+	if err != nil {
+		return result{}, err
+	}
+	var attemptID *string
+	if res.attemptID != "" {
+		attemptID = &res.attemptID
+	}
+	err = db.Q.WebhookEventSetOutcome(ctx, tx, db.WebhookEventSetOutcomeParams{
+		Provider: Provider, EventID: ev.ID, Outcome: res.outcome, AttemptID: attemptID,
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("set webhook event outcome: %w", err)
+	}
+	return res, nil
+}
+
+// apply makes the attempt agree with ev where the state machine allows it,
+// and records an anomaly where ev contradicts what we know.
+func apply(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
+	ch := ev.Data.Charge
+	found, ok, err := findAttempt(ctx, tx, ch)
+	if err != nil {
+		return result{}, err
+	}
+	if !ok {
+		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyUnknownCharge, ev, nil, "no payment for this charge"))
+		return result{outcome: outcomeUnknownCharge}, err
+	}
+	// Decide on the locked row: a racing API transaction or reconciler either
+	// committed before this lock (and we see its status) or waits for our
+	// commit (and its own Transition then sees ours and applies nothing).
+	row, err := db.Q.AttemptGetForUpdate(ctx, tx, found.ID)
+	if err != nil {
+		return result{}, fmt.Errorf("lock attempt %s: %w", found.ID, db.Translate(err))
+	}
+	a := attempts.FromRow(row)
+	res := result{attemptID: a.ID}
+	v := decide(a, ev)
+	switch v.kind {
+	case verdictNoop:
+		res.outcome = outcomeNoop
+	case verdictConflict:
+		res.outcome = outcomeAnomaly
+		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, v.reason))
+	case verdictRefund:
+		res.outcome = outcomeAnomaly
+		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyRefundReported, ev, &a, v.reason))
+	case verdictMove:
+		res.outcome, res.moved, err = move(ctx, tx, a, ev, v.to)
+	}
+	return res, err
+}
+
+// move applies the transition decide chose.
+func move(ctx context.Context, tx pgx.Tx, a attempts.Attempt, ev event, to attempts.Status) (string, attempts.Status, error) {
+	c := attempts.Change{
+		ID: a.ID, To: to, ChargeID: ev.Data.Charge.ID,
+		Source: attempts.SourceWebhook, Reason: ev.Type + " " + ev.ID,
+	}
+	if to == attempts.Failed {
+		c.FailureCode = ev.Data.Charge.FailureCode
+		if c.FailureCode == "" {
+			c.FailureCode = defaultFailureCode
+		}
+	}
+	_, applied, err := attempts.Transition(ctx, tx, c)
+	if err != nil {
+		return "", "", err
+	}
+	if !applied {
+		// Cannot happen while we hold the row lock and decide checked the
+		// edge; if it does, nothing changed, which is what noop means.
+		return outcomeNoop, "", nil
+	}
+	return outcomeApplied, to, nil
+}
+
+// findAttempt finds the attempt a charge belongs to: by our reference (the
+// payment id), cross-checked against the provider key when the charge
+// carries one, else by the charge id we recorded.
+func findAttempt(ctx context.Context, tx pgx.Tx, ch *charge) (attempts.Attempt, bool, error) {
+	if ch.Reference != "" {
+		a, err := attempts.Get(ctx, tx, ch.Reference)
+		switch {
+		case err == nil:
+			if ch.IdempotencyKey == "" || ch.IdempotencyKey == attempts.ProviderKey(a.ID) {
+				return a, true, nil
+			}
+			// The reference names a payment, but the charge was not made
+			// with its key, so it is not that payment's charge.
+		case !errors.Is(err, attempts.ErrNotFound):
+			return attempts.Attempt{}, false, fmt.Errorf("find attempt by reference: %w", err)
+		}
+	}
+	a, err := attempts.GetByChargeID(ctx, tx, ch.ID)
+	switch {
+	case err == nil:
+		return a, true, nil
+	case errors.Is(err, attempts.ErrNotFound):
+		return attempts.Attempt{}, false, nil
+	default:
+		return attempts.Attempt{}, false, fmt.Errorf("find attempt by charge id: %w", err)
+	}
+}
+
+// anomaly describes a report about attempt a (nil: none found). The dedupe
+// key is the event's, so a redelivered event never records a second one.
+func anomaly(kind string, ev event, a *attempts.Attempt, reason string) attempts.Anomaly {
+	ch := ev.Data.Charge
+	detail := map[string]any{
+		"reason":          reason,
+		"event_id":        ev.ID,
+		"event_type":      ev.Type,
+		"charge_id":       ch.ID,
+		"charge_status":   ch.Status,
+		"reference":       ch.Reference,
+		"idempotency_key": ch.IdempotencyKey,
+		"amount":          ch.Amount,
+		"currency":        ch.Currency,
+	}
+	out := attempts.Anomaly{
+		Kind: kind, ChargeID: ch.ID, Source: attempts.SourceWebhook,
+		Detail: detail, DedupeKey: "webhook:" + Provider + ":" + ev.ID,
+	}
+	if a != nil {
+		out.AttemptID = a.ID
+		detail["attempt_status"] = a.Status
+		detail["attempt_charge_id"] = a.ProviderChargeID
+	}
+	return out
+}

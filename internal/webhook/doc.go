@@ -1,0 +1,65 @@
+// Package webhook receives the payment provider's webhooks
+// (POST /v1/webhooks/sim): it verifies each delivery, records it once, and
+// applies it to the payment attempt through attempts.Transition.
+//
+// # Verification
+//
+// The provider signs every delivery with the header
+//
+//	Sim-Signature: t=UNIX,v1=HEX
+//
+// where HEX is the lower-case hex HMAC-SHA256 of "UNIX.BODY" under a shared
+// secret. Signing the timestamp with the body lets us refuse replays: a
+// signature more than Tolerance (300s) away from our clock, either side, is
+// stale. The header may carry several v1 values and we may accept several
+// secrets (WEBHOOK_SECRETS, during a rotation): every v1 is compared against
+// the HMAC under every secret with hmac.Equal, which takes the same time
+// wherever the bytes differ, so response timing does not reveal how much of
+// a forged signature was right. Unknown schemes in the header are ignored.
+// Verification comes before parsing: a request that is not authentic gets
+// 401 and nothing is parsed, stored or applied. Neither secrets nor
+// signatures are ever logged.
+//
+// # Recording and applying
+//
+// An authentic event is recorded and applied in one transaction. The insert
+// into webhook_events (primary key provider + event id, ON CONFLICT DO
+// NOTHING) is the claim: of several deliveries of one event, on any number
+// of pods, exactly one inserts the row; the others wait on the unique index
+// until that transaction ends and then insert nothing and answer 200 without
+// applying anything. If the first transaction rolls back, the row is gone
+// and a later delivery applies the event, so an event is applied exactly
+// once, never half.
+//
+// The attempt is found by the charge's reference (our payment id),
+// cross-checked against the provider key the charge was made with, else by
+// the charge id we recorded. Its row is then locked (SELECT … FOR UPDATE) and
+// the event judged against the locked status:
+//
+//   - charge.succeeded / charge.failed for a PENDING or UNKNOWN attempt moves
+//     it to SUCCEEDED (with the charge id) / FAILED (with the failure code).
+//   - A report that agrees with a final status is a no-op.
+//   - A report that contradicts a final status, names a charge other than the
+//     one recorded, or concerns an attempt that never reached the provider
+//     changes nothing and records a conflicting_report anomaly.
+//   - charge.refunded never transitions; for a SUCCEEDED attempt it records
+//     a refund_reported anomaly so settlement and humans see it.
+//   - An event for a charge with no attempt records an unknown_charge anomaly.
+//
+// Every contradiction is answered 200: the provider retrying it would not
+// make it true. Anomalies are deduplicated by the event id. The outcome
+// (applied, noop, anomaly, unknown_charge) is stored on the event row.
+//
+// # Why racing the API is safe
+//
+// A webhook can arrive before the API's completing transaction commits, on
+// another pod. Both paths change the attempt only through
+// attempts.Transition, in a transaction that holds the attempt's row lock,
+// and both check the edge against the status read under that lock. The
+// second to take the lock therefore sees the first's committed status
+// (SUCCEEDED, say), finds no edge from it, and applies nothing: there is
+// exactly one audit row and one outbox row for the transition, whichever
+// path wins. Lock order is always event row, then attempt row, and nothing
+// here waits on a lock the API path holds while it waits on ours, so the
+// two cannot deadlock.
+package webhook

@@ -1,0 +1,59 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Event types the simulator sends.
+const (
+	EventChargeSucceeded = "charge.succeeded"
+	EventChargeFailed    = "charge.failed"
+	EventChargeRefunded  = "charge.refunded"
+)
+
+// event is the webhook body; fields we do not use are ignored, so the
+// provider may add some.
+type event struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Charge *charge `json:"charge"`
+	} `json:"data"`
+}
+
+// charge is the provider's charge as the event saw it.
+type charge struct {
+	ID             string `json:"id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	Reference      string `json:"reference"`
+	IdempotencyKey string `json:"idempotency_key"`
+	FailureCode    string `json:"failure_code"`
+	Refunded       bool   `json:"refunded"`
+	Created        int64  `json:"created"`
+}
+
+// parseEvent decodes body and checks what applying it needs. Its error
+// text is the problem detail sent back, so it never quotes the body.
+func parseEvent(body []byte) (event, error) {
+	var ev event
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return event{}, errors.New("body is not a JSON event object")
+	}
+	switch {
+	case ev.ID == "":
+		return event{}, errors.New("id is missing")
+	case ev.Type == "":
+		return event{}, errors.New("type is missing")
+	case ev.Type != EventChargeSucceeded && ev.Type != EventChargeFailed && ev.Type != EventChargeRefunded:
+		return event{}, errors.New("unknown event type")
+	case ev.Data.Charge == nil:
+		return event{}, errors.New("data.charge is missing")
+	case ev.Data.Charge.ID == "":
+		return event{}, errors.New("data.charge.id is missing")
+	}
+	return ev, nil
+}

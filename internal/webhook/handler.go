@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/metrics"
+)
+
+// Route is the pattern to mount a Handler at.
+const Route = "POST /v1/webhooks/sim"
+
+// HeaderSignature carries the provider's signature of the body.
+const HeaderSignature = "Sim-Signature"
+
+// MaxBodyBytes is the largest webhook body accepted (413 beyond it).
+const MaxBodyBytes = 256 << 10
+
+// applyTimeout bounds the transaction that records and applies one event.
+const applyTimeout = 10 * time.Second
+
+// Handler receives the provider's webhooks: it verifies, deduplicates and
+// applies each event. It is safe for concurrent use.
+type Handler struct {
+	pool    *pgxpool.Pool
+	secrets []string
+	log     *slog.Logger
+
+	// Now is the clock signatures are judged by; tests replace it.
+	Now func() time.Time
+}
+
+// NewHandler returns a Handler that accepts events signed with any of
+// secrets (blank ones are ignored; during rotation configure old and new).
+func NewHandler(pool *pgxpool.Pool, secrets []string, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	var kept []string
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); s != "" {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		log.Error("webhook: no signing secret configured, every webhook will be refused")
+	}
+	return &Handler{pool: pool, secrets: kept, log: log, Now: time.Now}
+}
+
+// ServeHTTP handles POST /v1/webhooks/sim.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.refuse(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "use POST", "bad_request")
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.refuse(w, http.StatusRequestEntityTooLarge, codePayloadTooLarge, "body larger than 256 KiB", "bad_request")
+			return
+		}
+		h.refuse(w, http.StatusBadRequest, codeInvalidRequest, "could not read the body", "bad_request")
+		return
+	}
+	if err := Verify(r.Header.Get(HeaderSignature), body, h.secrets, h.now(), Tolerance); err != nil {
+		// The error names the reason only: never the header or a secret.
+		h.log.Warn("webhook refused", "reason", err.Error(), "remote_addr", r.RemoteAddr)
+		h.refuse(w, http.StatusUnauthorized, codeInvalidSignature, err.Error(), "bad_signature")
+		return
+	}
+	ev, err := parseEvent(body)
+	if err != nil {
+		h.log.Warn("webhook refused", "reason", err.Error())
+		h.refuse(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "bad_request")
+		return
+	}
+	res, err := h.record(r.Context(), ev, body)
+	if err != nil {
+		h.log.Error("webhook not recorded", "event_id", ev.ID, "type", ev.Type, "err", err)
+		metrics.WebhookOutcomes.WithLabelValues("error").Inc()
+		// 5xx: the provider retries, and the event id keeps the retry safe.
+		writeProblem(w, http.StatusInternalServerError, codeInternal, "the event could not be recorded; retry")
+		return
+	}
+	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
+	if res.moved != "" {
+		metrics.AttemptTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
+	}
+	h.log.Info("webhook received", "event_id", ev.ID, "type", ev.Type,
+		"charge_id", ev.Data.Charge.ID, "payment_id", res.attemptID, "outcome", res.outcome)
+	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
+}
+
+// record runs process in one transaction. Once the event is authentic, the
+// work is finished even if the provider hangs up, so its retry finds the
+// event done instead of doing it again; applyTimeout still bounds it.
+func (h *Handler) record(ctx context.Context, ev event, body []byte) (result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
+	defer cancel()
+	var res result
+	err := db.WithTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = process(ctx, tx, ev, body)
+		return err
+	})
+	return res, err
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
+}
+
+// refuse answers a request that was not applied and counts it.
+func (h *Handler) refuse(w http.ResponseWriter, status int, code, detail, outcome string) {
+	metrics.WebhookOutcomes.WithLabelValues(outcome).Inc()
+	writeProblem(w, status, code, detail)
+}
+
+// readBody reads at most MaxBodyBytes; beyond that it returns *http.MaxBytesError.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+}

@@ -1,0 +1,191 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/providersim"
+)
+
+func TestParseSignatureHeader(t *testing.T) {
+	t.Parallel()
+	sigA := strings.Repeat("ab", 32)
+	sigB := strings.Repeat("01", 32)
+	valid := []struct {
+		name   string
+		header string
+		ts     int64
+		sigs   []string
+	}{
+		{"one v1", "t=1760000000,v1=" + sigA, 1760000000, []string{sigA}},
+		{"two v1", "t=5,v1=" + sigA + ",v1=" + sigB, 5, []string{sigA, sigB}},
+		{"t last", "v1=" + sigA + ",t=7", 7, []string{sigA}},
+		{"unknown schemes ignored", "t=7,v0=zz,v1=" + sigA + ",v2=whatever", 7, []string{sigA}},
+		{"spaces around items", " t=7 ,\tv1=" + sigA + " ", 7, []string{sigA}},
+		{"upper-case hex", "t=7,v1=" + strings.ToUpper(sigA), 7, []string{sigA}},
+		{"t zero", "t=0,v1=" + sigA, 0, []string{sigA}},
+	}
+	for _, tc := range valid {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts, sigs, err := ParseSignatureHeader(tc.header)
+			noErr(t, err, "parse")
+			eq(t, ts, tc.ts, "t")
+			eq(t, len(sigs), len(tc.sigs), "number of v1")
+			for i, s := range sigs {
+				eq(t, hex.EncodeToString(s), tc.sigs[i], "v1 #%d", i)
+			}
+		})
+	}
+	malformed := []struct{ name, header string }{
+		{"no t", "v1=" + sigA},
+		{"no v1", "t=7"},
+		{"only other schemes", "t=7,v0=" + sigA},
+		{"t twice", "t=7,t=8,v1=" + sigA},
+		{"t empty", "t=,v1=" + sigA},
+		{"t negative", "t=-7,v1=" + sigA},
+		{"t with sign", "t=+7,v1=" + sigA},
+		{"t not a number", "t=abc,v1=" + sigA},
+		{"t fractional", "t=7.5,v1=" + sigA},
+		{"t overflows", "t=99999999999999999999,v1=" + sigA},
+		{"v1 not hex", "t=7,v1=" + strings.Repeat("zz", 32)},
+		{"v1 odd length", "t=7,v1=" + sigA[:63]},
+		{"v1 too short", "t=7,v1=" + sigA[:62]},
+		{"v1 too long", "t=7,v1=" + sigA + "00"},
+		{"v1 empty", "t=7,v1="},
+		{"item without =", "t=7,v1=" + sigA + ",junk"},
+		{"empty key", "t=7,=x,v1=" + sigA},
+		{"empty item", "t=7,,v1=" + sigA},
+		{"trailing comma", "t=7,v1=" + sigA + ","},
+		{"semicolons", "t=7;v1=" + sigA},
+		{"space inside value", "t=7,v1= " + sigA},
+		{"unicode space is not whitespace", "\u2000t=7,v1=" + sigA},
+	}
+	for _, tc := range malformed {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := ParseSignatureHeader(tc.header)
+			if !errors.Is(err, ErrMalformedSignature) {
+				t.Fatalf("ParseSignatureHeader(%q) = %v, want ErrMalformedSignature", tc.header, err)
+			}
+		})
+	}
+	for _, h := range []string{"", "  "} {
+		if _, _, err := ParseSignatureHeader(h); !errors.Is(err, ErrMissingSignature) {
+			t.Fatalf("ParseSignatureHeader(%q) = %v, want ErrMissingSignature", h, err)
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"id":"evt_1","type":"charge.succeeded"}`)
+	now := testNow.Add(999 * time.Millisecond) // sub-second part must not matter
+	ts := testNow.Unix()
+	other := "whsec_other"
+	cases := []struct {
+		name    string
+		header  string
+		secrets []string
+		want    error
+	}{
+		{"valid", sign(testSecret, ts, body), []string{testSecret}, nil},
+		{"wrong secret", sign(other, ts, body), []string{testSecret}, ErrSignatureMismatch},
+		{"rotated: signed with the second secret", sign(other, ts, body), []string{testSecret, other}, nil},
+		{"two v1, second valid", sign(other, ts, body) + ",v1=" + hex.EncodeToString(mac(testSecret, ts, body)), []string{testSecret}, nil},
+		{"two v1, none valid", sign(other, ts, body) + ",v1=" + hex.EncodeToString(mac("x", ts, body)), []string{testSecret}, ErrSignatureMismatch},
+		{"signature of another timestamp", "t=" + strconv.FormatInt(ts+1, 10) + ",v1=" + hex.EncodeToString(mac(testSecret, ts, body)), []string{testSecret}, ErrSignatureMismatch},
+		{"300s in the past", sign(testSecret, ts-300, body), []string{testSecret}, nil},
+		{"300s ahead", sign(testSecret, ts+300, body), []string{testSecret}, nil},
+		{"301s in the past", sign(testSecret, ts-301, body), []string{testSecret}, ErrStaleSignature},
+		{"301s ahead", sign(testSecret, ts+301, body), []string{testSecret}, ErrStaleSignature},
+		{"stale and wrong reports the mismatch", sign(other, ts-3600, body), []string{testSecret}, ErrSignatureMismatch},
+		{"empty secret never verifies", sign("", ts, body), []string{""}, ErrSignatureMismatch},
+		{"no secrets", sign(testSecret, ts, body), nil, ErrSignatureMismatch},
+		{"missing", "", []string{testSecret}, ErrMissingSignature},
+		{"malformed", "v1=abc", []string{testSecret}, ErrMalformedSignature},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := Verify(tc.header, body, tc.secrets, now, Tolerance)
+			if tc.want == nil {
+				noErr(t, err, "Verify")
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Verify = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("tampered body", func(t *testing.T) {
+		t.Parallel()
+		h := sign(testSecret, ts, body)
+		tampered := bytes.Replace(body, []byte("evt_1"), []byte("evt_2"), 1)
+		if err := Verify(h, tampered, []string{testSecret}, now, Tolerance); !errors.Is(err, ErrSignatureMismatch) {
+			t.Fatalf("Verify = %v, want ErrSignatureMismatch", err)
+		}
+	})
+}
+
+// FuzzParseSignatureHeader checks that parsing never panics, that what it
+// accepts is well formed, and that a header rebuilt from it parses the same.
+// The seed corpus is in testdata/fuzz/FuzzParseSignatureHeader.
+func FuzzParseSignatureHeader(f *testing.F) {
+	f.Add("t=1760000000,v1=" + strings.Repeat("ab", 32))
+	f.Fuzz(func(t *testing.T, h string) {
+		ts, sigs, err := ParseSignatureHeader(h)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedSignature) && !errors.Is(err, ErrMissingSignature) {
+				t.Fatalf("error %v is neither malformed nor missing", err)
+			}
+			return
+		}
+		if ts < 0 || len(sigs) == 0 {
+			t.Fatalf("accepted t=%d with %d signatures", ts, len(sigs))
+		}
+		rebuilt := "t=" + strconv.FormatInt(ts, 10)
+		for _, s := range sigs {
+			if len(s) != signatureLen {
+				t.Fatalf("accepted a %d-byte signature", len(s))
+			}
+			rebuilt += ",v1=" + hex.EncodeToString(s)
+		}
+		ts2, sigs2, err := ParseSignatureHeader(rebuilt)
+		noErr(t, err, "parse rebuilt header")
+		eq(t, ts2, ts, "t after rebuild")
+		eq(t, len(sigs2), len(sigs), "signatures after rebuild")
+		for i := range sigs {
+			if !bytes.Equal(sigs[i], sigs2[i]) {
+				t.Fatalf("signature %d changed on rebuild", i)
+			}
+		}
+	})
+}
+
+// TestSimulatorConformance checks our reading of the contract against the
+// simulator's own signing and event encoding.
+func TestSimulatorConformance(t *testing.T) {
+	t.Parallel()
+	ev := providersim.Event{ID: "evt_sim", Type: providersim.EventChargeFailed, Created: testNow.Unix()}
+	ev.Data.Charge = providersim.Charge{
+		ID: "ch_sim", Amount: 500, Currency: "USD", Status: providersim.StatusFailed,
+		Reference: "pay_x", IdempotencyKey: "psvc_pay_x", FailureCode: "card_declined",
+	}
+	body, err := json.Marshal(ev)
+	noErr(t, err, "encode")
+	header := providersim.SignatureHeader(testSecret, testNow.Unix(), body)
+	noErr(t, Verify(header, body, []string{"whsec_old", testSecret}, testNow, Tolerance), "Verify")
+	got, err := parseEvent(body)
+	noErr(t, err, "parseEvent")
+	eq(t, *got.Data.Charge, charge{
+		ID: "ch_sim", Amount: 500, Currency: "USD", Status: "failed",
+		Reference: "pay_x", IdempotencyKey: "psvc_pay_x", FailureCode: "card_declined",
+	}, "charge")
+}
