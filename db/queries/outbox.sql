@@ -1,6 +1,3 @@
--- Queries of the outbox relay (internal/outbox). The insert and the wake-up
--- NOTIFY live in attempts.sql, next to the transition that writes the row.
-
 -- OutboxClaim locks a batch of due rows for the caller's transaction; SKIP
 -- LOCKED lets concurrent relays take disjoint batches instead of queueing
 -- behind each other. A row never tried has next_attempt_at = created_at (both
@@ -27,7 +24,13 @@ UPDATE outbox AS o
 SET publish_attempts = o.publish_attempts + 1,
     last_error       = f.error,
     next_attempt_at  = now() + f.delay_ms * interval '1 millisecond'
-FROM unnest(sqlc.arg(ids)::text[], sqlc.arg(errors)::text[], sqlc.arg(delays_ms)::bigint[]) AS f (id, error, delay_ms)
+FROM (
+    -- Set-returning functions in one select list advance in lockstep, so this
+    -- zips the three arrays (sqlc cannot type the multi-argument unnest).
+    SELECT unnest(sqlc.arg(ids)::text[]) AS id,
+           unnest(sqlc.arg(errors)::text[]) AS error,
+           unnest(sqlc.arg(delays_ms)::bigint[]) AS delay_ms
+) AS f
 WHERE o.id = f.id AND o.published_at IS NULL;
 
 -- name: OutboxStats :one
@@ -36,5 +39,7 @@ SELECT count(*)::bigint AS pending,
 FROM outbox
 WHERE published_at IS NULL;
 
+-- OutboxListen subscribes the session to the wake-ups that OutboxNotify
+-- (attempts.sql) sends when a transaction writing outbox rows commits.
 -- name: OutboxListen :exec
 LISTEN outbox;

@@ -1,0 +1,146 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Defaults of Config; the stream and subject are those of CONTRACT.md §6.
+const (
+	DefaultNATSURL        = "nats://127.0.0.1:4222"
+	DefaultBatchSize      = 100
+	DefaultPollInterval   = time.Second
+	DefaultStream         = "PAYMENTS"
+	DefaultStreamSubjects = "payments.>"
+	DefaultSubject        = "payments.succeeded"
+	DefaultSource         = "paymentsvc"
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultBatchTimeout   = 30 * time.Second
+	DefaultBackoffMin     = time.Second
+	DefaultBackoffMax     = time.Minute
+
+	// MaxBatchSize bounds a batch: its rows stay locked, and its PubAcks in
+	// flight, until the whole batch is settled.
+	MaxBatchSize = 1000
+)
+
+// Config configures a Relay. Zero fields take the defaults above.
+type Config struct {
+	// NATSURL is the NATS server (or comma-separated servers) to publish to.
+	NATSURL string
+	// BatchSize is the most rows one transaction claims and publishes.
+	BatchSize int
+	// PollInterval is how often the relay looks for due rows when no NOTIFY
+	// woke it: the fallback for lost notifications and for retries whose
+	// backoff expired.
+	PollInterval time.Duration
+	// Stream is the JetStream stream the relay creates if missing.
+	Stream string
+	// StreamSubjects are the subjects of Stream when the relay creates it;
+	// one of them must match Subject.
+	StreamSubjects []string
+	// Subject is where PaymentSucceeded events are published.
+	Subject string
+	// Source is the CloudEvents source attribute.
+	Source string
+	// PublishTimeout bounds the wait for the PubAcks of one batch.
+	PublishTimeout time.Duration
+	// BatchTimeout bounds one batch's transaction: claim, publish, mark.
+	BatchTimeout time.Duration
+	// BackoffMin and BackoffMax bound the jittered exponential backoff of a
+	// row whose publish failed and of the relay while NATS or Postgres fail.
+	// Keep BackoffMax well under the stream's duplicate window: a row whose
+	// PubAck was lost is sent again after its backoff, and only inside the
+	// window does JetStream drop the copy (consumers dedupe either way).
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// Logger receives the relay's logs; nil discards them.
+	Logger *slog.Logger
+
+	// hooks are test signals; the zero value does nothing.
+	hooks hooks
+}
+
+// hooks let tests observe the relay and crash it at chosen points.
+type hooks struct {
+	beforePublish func(eventID string) // a row is about to be sent
+	afterPublish  func()               // the batch's PubAcks are in, nothing is marked yet
+	afterBatch    func(batchResult)    // the batch is committed
+}
+
+func (c Config) withDefaults() Config {
+	if c.NATSURL == "" {
+		c.NATSURL = DefaultNATSURL
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if len(c.StreamSubjects) == 0 {
+		c.StreamSubjects = []string{DefaultStreamSubjects}
+	}
+	if c.Subject == "" {
+		c.Subject = DefaultSubject
+	}
+	if c.Source == "" {
+		c.Source = DefaultSource
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = DefaultBatchTimeout
+	}
+	if c.BackoffMin == 0 {
+		c.BackoffMin = DefaultBackoffMin
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = DefaultBackoffMax
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		errs = append(errs, fmt.Errorf("BatchSize %d not in [1, %d]", c.BatchSize, MaxBatchSize))
+	}
+	if c.PollInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("PollInterval %s below 10ms", c.PollInterval))
+	}
+	if c.PublishTimeout <= 0 || c.BatchTimeout <= c.PublishTimeout {
+		// The marks must still fit in the transaction after the PubAck wait.
+		errs = append(errs, fmt.Errorf("need 0 < PublishTimeout (%s) < BatchTimeout (%s)", c.PublishTimeout, c.BatchTimeout))
+	}
+	if c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
+		errs = append(errs, fmt.Errorf("need 0 < BackoffMin (%s) <= BackoffMax (%s)", c.BackoffMin, c.BackoffMax))
+	}
+	if !validSubject(c.Subject, false) {
+		errs = append(errs, fmt.Errorf("Subject %q is not a literal NATS subject", c.Subject))
+	}
+	covered := false
+	for _, s := range c.StreamSubjects {
+		if !validSubject(s, true) {
+			errs = append(errs, fmt.Errorf("StreamSubjects: %q is not a NATS subject", s))
+		}
+		covered = covered || subjectMatches(s, c.Subject)
+	}
+	if !covered {
+		errs = append(errs, fmt.Errorf("StreamSubjects %q do not match Subject %q", c.StreamSubjects, c.Subject))
+	}
+	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t.*>/\\") {
+		errs = append(errs, fmt.Errorf("Stream %q is not a valid stream name", c.Stream))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,43 @@
+package outbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/metrics"
+)
+
+// Notify wakes the relays listening on channel "outbox" when tx commits
+// (Postgres delivers NOTIFY at commit, and drops it on rollback). Call it in
+// the transaction that writes outbox rows; without it, rows wait for the
+// next poll.
+func Notify(ctx context.Context, tx db.DBTX) error {
+	return db.Q.OutboxNotify(ctx, tx)
+}
+
+// Stats returns the number of unpublished outbox rows and the age of the
+// oldest one (0 when none is pending).
+func Stats(ctx context.Context, q db.DBTX) (pending int, oldest time.Duration, err error) {
+	row, err := db.Q.OutboxStats(ctx, q)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(row.Pending), time.Duration(row.OldestSeconds * float64(time.Second)), nil
+}
+
+// refreshGauges updates the outbox gauges. Every relay sets the same values
+// (they describe the table, not the pod), so any pod's scrape is right.
+func (r *Relay) refreshGauges(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	pending, oldest, err := Stats(qctx, r.pool)
+	if err != nil {
+		if ctx.Err() == nil { // not just shutting down
+			r.log.Warn("outbox stats", "err", err)
+		}
+		return
+	}
+	metrics.OutboxPending.Set(float64(pending))
+	metrics.OutboxOldestAge.Set(oldest.Seconds())
+}
