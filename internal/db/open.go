@@ -115,14 +115,23 @@ func runGoose(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
 	return nil
 }
 
-// Redact returns databaseURL without its password, for logs.
+// Redact returns databaseURL without its password (in the user info or in
+// the password query parameter, both of which pgx reads), for logs. A
+// string that is not a URL (a keyword/value connection string) may hold a
+// password anywhere, so it is replaced whole.
 func Redact(databaseURL string) string {
 	u, err := url.Parse(databaseURL)
-	if err != nil || u.User == nil {
-		return databaseURL
+	if err != nil || u.Scheme == "" {
+		return "(redacted connection string)"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
 	}
-	return strings.Replace(u.String(), "xxxxx", "***", 1)
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return strings.ReplaceAll(u.String(), "xxxxx", "***")
 }

@@ -150,6 +150,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 		}
 		if res.Created {
 			metrics.IdempotencyOutcomes.WithLabelValues("created").Inc()
+			countTransition(attempts.Created, attempts.SourceAPI)
 			failpoint.Hit(failpoint.AfterKeyAcquired)
 		} else {
 			metrics.IdempotencyOutcomes.WithLabelValues("resumed").Inc()
@@ -174,7 +175,12 @@ func (s *Service) drive(ctx context.Context, lock idempotency.Lock, attemptID st
 	if s.provider.BreakerOpen() {
 		return s.unavailable(ctx, lock)
 	}
-	if err := s.markCalling(ctx, a); err != nil {
+	if err := s.markCalling(ctx, lock, a); err != nil {
+		if errors.Is(err, errLostLock) {
+			// Another owner (or the reconciler, which failed the attempt as
+			// abandoned) took the key while we stalled: call nothing.
+			return s.current(ctx, a.ID)
+		}
 		return Reply{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
@@ -212,17 +218,41 @@ func unknownReason(err error) string {
 }
 
 // markCalling commits PENDING before the first provider call, or records a
-// resumed call on an attempt that is already PENDING or UNKNOWN.
-func (s *Service) markCalling(ctx context.Context, a attempts.Attempt) error {
-	if a.Status != attempts.Created {
-		return attempts.Touch(ctx, s.pool, a.ID)
-	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		_, _, err := attempts.Transition(ctx, tx, attempts.Change{
+// resumed call on an attempt that is already PENDING or UNKNOWN, only while
+// lock still holds, so a stalled owner whose key was taken over calls nothing.
+func (s *Service) markCalling(ctx context.Context, lock idempotency.Lock, a attempts.Attempt) error {
+	var applied bool
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := idempotency.Hold(ctx, tx, lock)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return errLostLock
+		}
+		if a.Status != attempts.Created {
+			return attempts.Touch(ctx, tx, a.ID)
+		}
+		var now attempts.Attempt
+		now, applied, err = attempts.Transition(ctx, tx, attempts.Change{
 			ID: a.ID, To: attempts.Pending, Source: attempts.SourceAPI, Reason: "calling provider",
 		})
+		if err == nil && !applied && now.Status != attempts.Pending {
+			return errLostLock // moved on without us: never call the provider for it
+		}
 		return err
 	})
+	if err == nil && applied {
+		countTransition(attempts.Pending, attempts.SourceAPI)
+	}
+	return err
+}
+
+// countTransition counts a committed transition. It is called after the
+// commit, so a rolled-back transaction is never counted; the webhook handler
+// counts its own transitions the same way.
+func countTransition(to attempts.Status, src attempts.Source) {
+	metrics.AttemptTransitions.WithLabelValues(string(to), string(src)).Inc()
 }
 
 // unavailable releases the key without a response and answers 503.
@@ -243,7 +273,10 @@ var errLostLock = errors.New("idempotency lock lost")
 // (a webhook may have resolved the attempt first), the answer is the
 // attempt's status as committed.
 func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.Change) (Reply, error) {
-	var reply Reply
+	var (
+		reply   Reply
+		applied bool
+	)
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		held, err := idempotency.Hold(ctx, tx, lock)
 		if err != nil {
@@ -252,7 +285,8 @@ func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.
 		if !held {
 			return errLostLock
 		}
-		a, applied, err := attempts.Transition(ctx, tx, c)
+		var a attempts.Attempt
+		a, applied, err = attempts.Transition(ctx, tx, c)
 		if err != nil {
 			return err
 		}
@@ -272,11 +306,10 @@ func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.
 		// Another owner took the key over; it will store the response.
 		// Answer what is committed, without storing anything.
 		s.log.Warn("idempotency lock lost before completion", "payment_id", c.ID)
-		a, gerr := attempts.Get(ctx, s.pool, c.ID)
-		if gerr != nil {
-			return Reply{}, gerr
-		}
-		return replyFor(a)
+		return s.current(ctx, c.ID)
+	}
+	if err == nil && applied {
+		countTransition(c.To, c.Source)
 	}
 	return reply, err
 }
@@ -295,6 +328,15 @@ func Settle(ctx context.Context, tx db.DBTX, lock idempotency.Lock, a attempts.A
 		_, err = idempotency.Release(ctx, tx, lock)
 	}
 	return reply, err
+}
+
+// current answers the attempt as committed, storing nothing.
+func (s *Service) current(ctx context.Context, id string) (Reply, error) {
+	a, err := attempts.Get(ctx, s.pool, id)
+	if err != nil {
+		return Reply{}, err
+	}
+	return replyFor(a)
 }
 
 func replyFor(a attempts.Attempt) (Reply, error) {

@@ -1,0 +1,113 @@
+// Command reconciler is the one-shot job run from cron that resolves stale
+// payment attempts (run), settles a day against the provider (settle) and
+// deletes expired idempotency keys (gc). The work is in internal/reconcile;
+// this file parses flags, wires the database and the provider, prints the
+// one JSON line and maps the outcome to the exit status.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/reconcile"
+)
+
+// connectTimeout bounds reaching the database; the job exits 1 after it.
+const connectTimeout = 15 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) (string, bool), stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run", "settle", "gc":
+	case "help":
+		topUsage(stderr, getenv)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "reconciler: unknown command %q\n\n", cmd)
+		topUsage(stderr, getenv)
+		return 2
+	}
+	set, s := newFlags(cmd, getenv)
+	if err := set.Parse(args, stderr); err != nil {
+		return envflag.ExitCode(err)
+	}
+	if set.FlagSet().NArg() > 0 {
+		fmt.Fprintf(stderr, "reconciler %s: unexpected arguments %q\n", cmd, set.FlagSet().Args())
+		return 2
+	}
+	if err := s.check(); err != nil {
+		fmt.Fprintf(stderr, "reconciler %s: %v\n", cmd, err)
+		return 2
+	}
+
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("job", "reconciler", "command", cmd)
+	cfg := s.config()
+	cfg.Logger = log
+	if err := cfg.Validate(); err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 1
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	pool, err := db.Open(cctx, *s.databaseURL)
+	cancel()
+	if err != nil {
+		log.Error("database unreachable", "database", db.Redact(*s.databaseURL), "err", err)
+		return 1
+	}
+	defer pool.Close()
+	sim := provider.NewSim(*s.providerURL, *s.apiKey, &http.Client{})
+	r, err := reconcile.New(pool, provider.NewResilient(sim, s.providerConfig(), log), cfg)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 1
+	}
+
+	var out any
+	switch cmd {
+	case "run":
+		out, err = r.Run(ctx)
+	case "settle":
+		day, _ := reconcile.ParseDay(*s.day) // checked above
+		out, err = r.Settle(ctx, day)
+	case "gc":
+		var n int
+		n, err = r.GC(ctx)
+		out = struct {
+			Deleted int `json:"deleted"`
+		}{n}
+	}
+	if err != nil {
+		// The partial result is in the log; stdout stays empty, so a caller
+		// never mistakes it for a finished job's.
+		log.Error("job could not run to the end", "err", err, "partial", out)
+		return 1
+	}
+	if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		log.Error("write summary", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,175 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/payments"
+)
+
+// Defaults of Config.
+const (
+	DefaultMinAge      = 2 * time.Minute
+	DefaultBatchSize   = 100
+	DefaultWorkers     = 4
+	DefaultLease       = 5 * time.Minute
+	DefaultJitter      = 0.2
+	DefaultGCBatchSize = 1000
+
+	// MaxBatchSize bounds a claim: its attempts wait on the lease until the
+	// batch is done.
+	MaxBatchSize = 1000
+)
+
+// Contract defaults of the payment timing settings (CONTRACT.md §2), used
+// for zero fields of Config.Payments.
+const (
+	DefaultLockTTL         = 30 * time.Second
+	DefaultKeyTTL          = 48 * time.Hour
+	DefaultCallTimeout     = 3 * time.Second
+	DefaultRetryBudget     = 8 * time.Second
+	DefaultBreakerCooldown = 10 * time.Second
+)
+
+// DefaultSchedule is the wait before each further check of an attempt that a
+// check left unresolved: after the first check 2m, after the second 10m, and
+// so on. Once it is spent the attempt needs review and is checked daily.
+var DefaultSchedule = []time.Duration{2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
+
+// Config configures a Reconciler. Zero fields take the defaults above.
+type Config struct {
+	// Payments are the service's timing settings; the reconciler reads the
+	// same variables as the pods (IDEMPOTENCY_LOCK_TTL and friends), because
+	// "not found at the provider" is judged from them.
+	Payments payments.Config
+	// MinAge is how long an attempt must have been unchanged before Run
+	// touches it (--min-age).
+	MinAge time.Duration
+	// BatchSize is the most attempts one claim takes (--batch-size).
+	BatchSize int
+	// Workers is how many attempts of a batch are checked at once.
+	Workers int
+	// Lease is how far a claim pushes next_check_at out. No check of a batch
+	// starts later than Lease - Payments.LockTTL after its claim, so every
+	// check (bounded by the retry budget and call timeout, which are shorter
+	// than the lock TTL) ends while the lease still keeps others away.
+	Lease time.Duration
+	// Schedule is the wait before each further check; see DefaultSchedule.
+	Schedule []time.Duration
+	// Jitter spreads every scheduled wait by ±Jitter of itself, so that
+	// attempts that failed together are not all checked again together.
+	Jitter float64
+	// GCBatchSize is the most keys one GC statement deletes.
+	GCBatchSize int
+	// Logger receives the job's logs; nil discards them.
+	Logger *slog.Logger
+
+	// rand returns a number in [0, 1) for the jitter; nil means math/rand/v2.
+	rand func() float64
+}
+
+func (c Config) withDefaults() Config {
+	p := &c.Payments
+	if p.LockTTL == 0 {
+		p.LockTTL = DefaultLockTTL
+	}
+	if p.KeyTTL == 0 {
+		p.KeyTTL = DefaultKeyTTL
+	}
+	if p.CallTimeout == 0 {
+		p.CallTimeout = DefaultCallTimeout
+	}
+	if p.RetryBudget == 0 {
+		p.RetryBudget = DefaultRetryBudget
+	}
+	if p.BreakerCooldown == 0 {
+		p.BreakerCooldown = DefaultBreakerCooldown
+	}
+	if c.MinAge == 0 {
+		c.MinAge = DefaultMinAge
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Schedule == nil {
+		c.Schedule = DefaultSchedule
+	}
+	if c.Jitter == 0 {
+		c.Jitter = DefaultJitter
+	}
+	if c.GCBatchSize == 0 {
+		c.GCBatchSize = DefaultGCBatchSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.rand == nil {
+		c.rand = rand.Float64
+	}
+	return c
+}
+
+// Validate reports every setting that cannot work, after defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if err := c.Payments.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MinAge < 0 {
+		errs = append(errs, fmt.Errorf("MinAge %s is negative", c.MinAge))
+	}
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		errs = append(errs, fmt.Errorf("BatchSize %d not in [1, %d]", c.BatchSize, MaxBatchSize))
+	}
+	if c.Workers < 1 || c.Workers > c.BatchSize {
+		errs = append(errs, fmt.Errorf("Workers %d not in [1, BatchSize %d]", c.Workers, c.BatchSize))
+	}
+	if c.Lease < 2*c.Payments.LockTTL {
+		// Checks start only in the first Lease - LockTTL of a batch.
+		errs = append(errs, fmt.Errorf("Lease %s must be at least twice IDEMPOTENCY_LOCK_TTL (%s)", c.Lease, c.Payments.LockTTL))
+	}
+	if len(c.Schedule) == 0 {
+		errs = append(errs, errors.New("Schedule is empty"))
+	}
+	for i, d := range c.Schedule {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("Schedule[%d] %s is not positive", i, d))
+		}
+	}
+	if c.Jitter < 0 || c.Jitter >= 1 {
+		errs = append(errs, fmt.Errorf("Jitter %v not in [0, 1)", c.Jitter))
+	}
+	if c.GCBatchSize < 1 || c.GCBatchSize > 10000 {
+		errs = append(errs, fmt.Errorf("GCBatchSize %d not in [1, 10000]", c.GCBatchSize))
+	}
+	return errors.Join(errs...)
+}
+
+// nextDelay is the wait after a check that left an attempt unresolved, given
+// its check count after that check, and whether the schedule is now spent.
+func (c Config) nextDelay(checks int) (time.Duration, bool) {
+	i, spent := checks-1, checks > len(c.Schedule)
+	if spent || i >= len(c.Schedule) {
+		i = len(c.Schedule) - 1
+	}
+	if i < 0 {
+		i = 0
+	}
+	return c.jitter(c.Schedule[i]), spent
+}
+
+// jitter spreads d uniformly over [d(1-Jitter), d(1+Jitter)).
+func (c Config) jitter(d time.Duration) time.Duration {
+	f := 1 + c.Jitter*(2*c.rand()-1)
+	return time.Duration(float64(d) * f)
+}

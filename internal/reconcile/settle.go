@@ -1,0 +1,302 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/provider"
+)
+
+// DayLayout is the format of a settlement day (--day).
+const DayLayout = "2006-01-02"
+
+// Anomaly kinds that settlement records.
+const (
+	AnomalyOrphanCharge      = "orphan_charge"
+	AnomalyAmountMismatch    = "amount_mismatch"
+	AnomalyMissingAtProvider = "missing_at_provider"
+	AnomalyStatusMismatch    = "status_mismatch"
+)
+
+// RefundKey is the idempotency key of the refund of an orphan charge: derived
+// from the charge, so settling a day again never refunds it twice.
+func RefundKey(chargeID string) string { return "refund_" + chargeID }
+
+// ParseDay parses a settlement day, YYYY-MM-DD, as midnight UTC.
+func ParseDay(s string) (time.Time, error) {
+	d, err := time.Parse(DayLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("day %q is not YYYY-MM-DD", s)
+	}
+	return d.UTC(), nil
+}
+
+// Report is what one Settle found, printed as the job's JSON line. It
+// describes the day as it stands when Settle ends, so settling a day again
+// prints the same report (and refunds nothing again).
+type Report struct {
+	// Day is the settled UTC day.
+	Day string `json:"day"`
+	// ProviderCharges is the provider's charges created that day.
+	ProviderCharges int `json:"provider_charges"`
+	// Matched is the charges that agree with their attempt: a succeeded
+	// charge that is the SUCCEEDED attempt's charge with the same amount
+	// and currency, or a failed charge of a FAILED attempt.
+	Matched int `json:"matched"`
+	// OrphansRefunded is the succeeded charges with no attempt, or whose
+	// attempt is FAILED, that are refunded now: by this run, or earlier.
+	OrphansRefunded int `json:"orphans_refunded"`
+	// AmountMismatches is the charges of SUCCEEDED attempts whose amount or
+	// currency differs from the attempt's.
+	AmountMismatches int `json:"amount_mismatches"`
+	// MissingAtProvider is the attempts created that day and SUCCEEDED
+	// whose charge the provider does not have.
+	MissingAtProvider int `json:"missing_at_provider"`
+}
+
+// settleChunk bounds the ids of one attempt query.
+const settleChunk = 1000
+
+// Settle compares the provider's charges created on day (UTC) with our
+// attempts: it counts the matches, refunds orphan charges, and records an
+// anomaly for every orphan, mismatch and charge missing at the provider. A
+// succeeded charge of an attempt that is not final yet is left to Run. An
+// error means the day is not fully settled; settling it again is safe.
+func (r *Reconciler) Settle(ctx context.Context, day time.Time) (Report, error) {
+	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 0, 1)
+	rep := Report{Day: from.Format(DayLayout)}
+	charges, err := r.provider.ListCharges(ctx, from, to)
+	if err != nil {
+		return rep, fmt.Errorf("%w: list charges: %w", ErrProviderUnreachable, err)
+	}
+	rep.ProviderCharges = len(charges)
+	var st settleStats
+	var errs []error
+	for start := 0; start < len(charges); start += settleChunk {
+		chunk := charges[start:min(start+settleChunk, len(charges))]
+		if err := r.settleCharges(ctx, chunk, &rep, &st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	dayCharges := make(map[string]bool, len(charges))
+	for _, ch := range charges {
+		dayCharges[ch.ID] = true
+	}
+	if err := r.findMissing(ctx, from, to, dayCharges, &rep); err != nil {
+		errs = append(errs, err)
+	}
+	r.log.Info("settlement done", "report", rep, "refunds_issued", st.refundsIssued,
+		"left_to_run", st.unresolved, "unmatched_failed", st.unmatchedFailed, "errors", len(errs))
+	return rep, errors.Join(errs...)
+}
+
+// settleStats are counts that only the log reports.
+type settleStats struct {
+	refundsIssued   int // refunds this run made
+	unresolved      int // charges whose attempt is not final yet
+	unmatchedFailed int // failed charges with no FAILED attempt
+}
+
+// settleAttempt is what settlement compares of an attempt.
+type settleAttempt struct {
+	id       string
+	status   attempts.Status
+	chargeID string
+	amount   int64
+	currency string
+}
+
+func (r *Reconciler) settleCharges(ctx context.Context, charges []provider.Charge, rep *Report, st *settleStats) error {
+	ids := make([]string, 0, 2*len(charges))
+	for _, ch := range charges {
+		ids = append(ids, candidateIDs(ch)...)
+	}
+	rows, err := db.Q.AttemptListForSettle(ctx, r.pool, ids)
+	if err != nil {
+		return fmt.Errorf("read attempts: %w", err)
+	}
+	byID := make(map[string]settleAttempt, len(rows))
+	for _, row := range rows {
+		byID[row.ID] = settleAttempt{
+			id: row.ID, status: attempts.Status(row.Status), chargeID: deref(row.ProviderChargeID),
+			amount: row.Amount, currency: row.Currency,
+		}
+	}
+	var errs []error
+	for _, ch := range charges {
+		var a *settleAttempt
+		for _, id := range candidateIDs(ch) {
+			if found, ok := byID[id]; ok {
+				a = &found
+				break
+			}
+		}
+		if err := r.settleCharge(ctx, ch, a, rep, st); err != nil {
+			errs = append(errs, fmt.Errorf("charge %s: %w", ch.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// candidateIDs are the attempt ids a charge may belong to: the one in its
+// derived idempotency key first (the provider deduplicates by it), then its
+// reference.
+func candidateIDs(ch provider.Charge) []string {
+	var ids []string
+	if id, ok := strings.CutPrefix(ch.IdempotencyKey, attempts.ProviderKey("")); ok && id != "" {
+		ids = append(ids, id)
+	}
+	if ch.Reference != "" && (len(ids) == 0 || ids[0] != ch.Reference) {
+		ids = append(ids, ch.Reference)
+	}
+	return ids
+}
+
+func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *settleAttempt, rep *Report, st *settleStats) error {
+	succeeded := ch.Status == provider.ChargeSucceeded
+	switch {
+	case a != nil && a.chargeID == ch.ID && a.status == attempts.Succeeded && succeeded:
+		if a.amount == ch.Amount && a.currency == ch.Currency {
+			rep.Matched++
+			return nil
+		}
+		rep.AmountMismatches++
+		return r.anomaly(ctx, attempts.Anomaly{
+			Kind: AnomalyAmountMismatch, AttemptID: a.id, ChargeID: ch.ID,
+			Detail: map[string]any{
+				"attempt_amount": a.amount, "attempt_currency": a.currency,
+				"charge_amount": ch.Amount, "charge_currency": ch.Currency,
+			},
+			DedupeKey: AnomalyAmountMismatch + ":" + ch.ID,
+		})
+	case a != nil && a.status == attempts.Failed && !succeeded:
+		rep.Matched++
+		return nil
+	case a != nil && a.chargeID == ch.ID && a.status == attempts.Succeeded:
+		// Our SUCCEEDED payment's charge is failed at the provider.
+		return r.anomaly(ctx, attempts.Anomaly{
+			Kind: AnomalyStatusMismatch, AttemptID: a.id, ChargeID: ch.ID,
+			Detail:    map[string]any{"attempt_status": a.status, "charge_status": ch.Status},
+			DedupeKey: AnomalyStatusMismatch + ":" + ch.ID,
+		})
+	case !succeeded:
+		// A failed charge moved no money: nothing to refund.
+		st.unmatchedFailed++
+		return nil
+	case a != nil && !a.status.Final():
+		// Run (or a retry, or a webhook) will resolve the attempt with it.
+		st.unresolved++
+		return nil
+	case a != nil && a.status == attempts.Succeeded && a.chargeID == "":
+		// Cannot happen (SUCCEEDED always records its charge); refunding on
+		// a broken record could refund a real payment, so a human decides.
+		return r.anomaly(ctx, attempts.Anomaly{
+			Kind: AnomalyStatusMismatch, AttemptID: a.id, ChargeID: ch.ID,
+			Detail:    map[string]any{"attempt_status": a.status, "charge_status": ch.Status, "why": "attempt records no charge"},
+			DedupeKey: AnomalyStatusMismatch + ":" + ch.ID,
+		})
+	}
+	// A succeeded charge that no payment of ours stands for: no attempt, a
+	// FAILED one, or a SUCCEEDED one that holds another charge.
+	return r.refundOrphan(ctx, ch, a, rep, st)
+}
+
+func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *settleAttempt, rep *Report, st *settleStats) error {
+	detail := map[string]any{
+		"amount": ch.Amount, "currency": ch.Currency, "reference": ch.Reference,
+		"idempotency_key": ch.IdempotencyKey, "refund_key": RefundKey(ch.ID),
+	}
+	an := attempts.Anomaly{Kind: AnomalyOrphanCharge, ChargeID: ch.ID, Detail: detail, DedupeKey: AnomalyOrphanCharge + ":" + ch.ID}
+	if a != nil {
+		an.AttemptID = a.id
+		detail["attempt_status"] = a.status
+		detail["attempt_charge_id"] = a.chargeID
+	}
+	// Recorded before the refund, so a human sees the orphan even if the
+	// refund fails.
+	if err := r.anomaly(ctx, an); err != nil {
+		return err
+	}
+	log := r.log.With("charge", ch.ID, "amount", ch.Amount, "currency", ch.Currency, "reference", ch.Reference)
+	if ch.Refunded {
+		rep.OrphansRefunded++
+		log.Info("orphan charge already refunded")
+		return nil
+	}
+	re, err := r.provider.Refund(ctx, ch.ID, RefundKey(ch.ID))
+	var ce *provider.CallError
+	if errors.As(err, &ce) && ce.Code == "charge_already_refunded" {
+		// Refunded by someone else since the list was read.
+		rep.OrphansRefunded++
+		log.Info("orphan charge already refunded")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("refund orphan: %w", err)
+	}
+	rep.OrphansRefunded++
+	st.refundsIssued++
+	log.Warn("orphan charge refunded", "refund", re.ID)
+	return nil
+}
+
+// findMissing records the attempts created in [from, to) and SUCCEEDED whose
+// charge the provider does not have. A charge absent from the day's list is
+// looked up by key before it is called missing: an attempt created just
+// before midnight may have its charge created just after.
+func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCharges map[string]bool, rep *Report) error {
+	after, afterID := from.Add(-time.Microsecond), ""
+	for {
+		rows, err := db.Q.AttemptListSucceededCreatedBetween(ctx, r.pool, db.AttemptListSucceededCreatedBetweenParams{
+			FromTime: from, ToTime: to, AfterCreatedAt: after, AfterID: afterID, MaxRows: settleChunk,
+		})
+		if err != nil {
+			return fmt.Errorf("read succeeded attempts: %w", err)
+		}
+		for _, row := range rows {
+			stored := deref(row.ProviderChargeID)
+			if stored != "" && dayCharges[stored] {
+				continue
+			}
+			ch, err := r.provider.ChargeByKey(ctx, attempts.ProviderKey(row.ID))
+			if err != nil && !errors.Is(err, provider.ErrNotFound) {
+				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
+			}
+			if err == nil && ch.ID == stored {
+				continue
+			}
+			rep.MissingAtProvider++
+			found := ""
+			if err == nil {
+				found = ch.ID
+			}
+			if err := r.anomaly(ctx, attempts.Anomaly{
+				Kind: AnomalyMissingAtProvider, AttemptID: row.ID, ChargeID: stored,
+				Detail:    map[string]any{"amount": row.Amount, "currency": row.Currency, "charge_under_key": found},
+				DedupeKey: AnomalyMissingAtProvider + ":" + row.ID,
+			}); err != nil {
+				return err
+			}
+			r.log.Warn("succeeded payment missing at the provider", "payment_id", row.ID, "charge", stored, "charge_under_key", found)
+		}
+		if len(rows) < settleChunk {
+			return nil
+		}
+		last := rows[len(rows)-1]
+		after, afterID = last.CreatedAt, last.ID
+	}
+}
+
+func (r *Reconciler) anomaly(ctx context.Context, a attempts.Anomaly) error {
+	a.Source = attempts.SourceReconciler
+	if err := attempts.RecordAnomaly(ctx, r.pool, a); err != nil {
+		return fmt.Errorf("record anomaly %s: %w", a.Kind, err)
+	}
+	return nil
+}
