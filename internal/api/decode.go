@@ -41,7 +41,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // createRequest is the body of POST /v1/payments.
 type createRequest struct {
 	OrderID       *string           `json:"order_id"`
-	Amount        *json.Number      `json:"amount"`
+	Amount        json.RawMessage   `json:"amount"` // raw: json.Number would also take the string "500"
 	Currency      *string           `json:"currency"`
 	PaymentMethod *string           `json:"payment_method"`
 	Description   *string           `json:"description"`
@@ -74,7 +74,8 @@ func decodeCreate(body []byte) (validCreate, error) {
 	if err := dec.Decode(&req); err != nil {
 		return validCreate{}, decodeError(err)
 	}
-	if dec.More() {
+	// Not dec.More(): it reports false for a trailing '}' or ']'.
+	if _, err := dec.Token(); err != io.EOF {
 		return validCreate{}, invalid("request body must be a single JSON object")
 	}
 	var v validCreate
@@ -117,11 +118,13 @@ func decodeCreate(body []byte) (validCreate, error) {
 	return v, nil
 }
 
-func parseAmount(n *json.Number) (int64, error) {
-	if n == nil {
+func parseAmount(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
 		return 0, invalid("amount is required")
 	}
-	r, ok := new(big.Rat).SetString(string(*n))
+	// The decoder has checked that raw is one JSON value; of those only a
+	// number literal parses here (not "500", a bool, an array or an object).
+	r, ok := new(big.Rat).SetString(string(raw))
 	if !ok || !r.IsInt() {
 		return 0, invalid("amount must be an integer in the currency's minor unit")
 	}

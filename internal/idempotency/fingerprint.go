@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"sort"
 	"strconv"
@@ -35,7 +36,8 @@ func Canonical(body []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	// Not dec.More(): it reports false for a trailing '}' or ']'.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("trailing data after JSON value")
 	}
 	var buf bytes.Buffer

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/db/migrations"
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/testdb"
+)
+
+// noProvider is a provider URL nothing listens on; these tests never pay.
+const noProvider = "http://127.0.0.1:9"
+
+// runCLI runs paymentsvc with args and env to completion.
+func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin := proctest.Build(t).PaymentSvc
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
+	require.NoError(t, err, "paymentsvc %v", args)
+	return stdout, stderr, code
+}
+
+// logLine is the part of a JSON log line the tests look at.
+type logLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Raw   string `json:"-"`
+}
+
+// logLines parses the JSON log lines in stderr, ignoring anything else
+// (usage text, flag errors).
+func logLines(stderr string) []logLine {
+	var out []logLine
+	for _, l := range strings.Split(stderr, "\n") {
+		var ll logLine
+		if json.Unmarshal([]byte(l), &ll) == nil && ll.Msg != "" {
+			ll.Raw = l
+			out = append(out, ll)
+		}
+	}
+	return out
+}
+
+func countMsg(lines []logLine, msg string) int {
+	n := 0
+	for _, l := range lines {
+		if l.Msg == msg {
+			n++
+		}
+	}
+	return n
+}
+
+func migrationFiles(t *testing.T) int {
+	t.Helper()
+	m, err := fs.Glob(migrations.FS, "*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, m)
+	return len(m)
+}
+
+func TestUsageAndBadArguments(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"help", []string{"-h"}, 0},
+		{"help long", []string{"--help"}, 0},
+		{"serve help", []string{"serve", "-h"}, 0},
+		{"bogus flag", []string{"--bogus"}, 2},
+		{"serve bogus flag", []string{"serve", "--bogus"}, 2},
+		{"unknown subcommand", []string{"frobnicate"}, 2},
+		{"tenant without create", []string{"tenant"}, 2},
+		{"tenant unknown", []string{"tenant", "delete"}, 2},
+		{"tenant create without name", []string{"tenant", "create"}, 2},
+		{"tenant create blank name", []string{"tenant", "create", "--name", "  "}, 2},
+		{"extra arguments", []string{"migrate", "extra"}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runCLI(t, nil, c.args...)
+			require.Equal(t, c.code, code, "paymentsvc %v\nstdout: %s\nstderr: %s", c.args, stdout, stderr)
+			if c.code == 0 {
+				require.Contains(t, stderr+stdout, "Usage")
+				require.Contains(t, stderr+stdout, "--database-url")
+			}
+		})
+	}
+}
+
+func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewEmpty(t)
+	env := []string{"DATABASE_URL=" + url}
+
+	_, stderr, code := runCLI(t, env, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.Equal(t, migrationFiles(t), countMsg(logLines(stderr), "migration applied"), "stderr: %s", stderr)
+
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err, "the database exists after migrate")
+	var tables int
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'
+		AND tablename IN ('tenants', 'payment_attempts', 'payment_attempt_events', 'idempotency_keys', 'outbox')`).Scan(&tables))
+	require.NoError(t, conn.Close(context.Background()))
+	require.Equal(t, 5, tables)
+
+	_, stderr, code = runCLI(t, env, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.Zero(t, countMsg(logLines(stderr), "migration applied"), "second migrate applies nothing: %s", stderr)
+}
+
+func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
+	t.Parallel()
+	for _, lockTTL := range []string{"5s", "11s"} { // 11s = budget + call timeout: not longer
+		_, stderr, code := runCLI(t, []string{
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + noProvider,
+			"IDEMPOTENCY_LOCK_TTL=" + lockTTL, "PROVIDER_RETRY_BUDGET=8s", "PROVIDER_CALL_TIMEOUT=3s",
+		}, "serve")
+		require.Equal(t, 1, code, "lock TTL %s, stderr: %s", lockTTL, stderr)
+		// One clear line (CONTRACT §2): the error, naming the setting.
+		lines := logLines(stderr)
+		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
+		require.Equal(t, "ERROR", lines[0].Level)
+		require.Contains(t, lines[0].Raw, "IDEMPOTENCY_LOCK_TTL")
+		require.NotContains(t, stderr, `"msg":"listening"`)
+	}
+}
+
+func TestTenantCreatePrintsKeyOnceAndStoresOnlyItsHash(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	stdout, stderr, code := runCLI(t, []string{"DATABASE_URL=" + d.URL}, "tenant", "create", "--name", "x")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+
+	require.Equal(t, 1, strings.Count(strings.TrimRight(stdout, "\n"), "\n")+1, "one line: %q", stdout)
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	require.NoError(t, dec.Decode(&out))
+	require.False(t, dec.More(), "one JSON object: %q", stdout)
+	require.Len(t, out, 3, "fields: %v", out)
+	id, _ := out["tenant_id"].(string)
+	key, _ := out["api_key"].(string)
+	require.NotEmpty(t, id)
+	require.Equal(t, "x", out["name"])
+	require.True(t, strings.HasPrefix(key, "sk_"), "api_key %q", key)
+	require.Greater(t, len(key), len("sk_")+16)
+
+	var stored []byte
+	var name string
+	require.NoError(t, d.Pool.QueryRow(t.Context(), "SELECT name, api_key_sha256 FROM tenants WHERE id = $1", id).Scan(&name, &stored))
+	sum := sha256.Sum256([]byte(key))
+	require.Equal(t, sum[:], stored)
+	require.Equal(t, "x", name)
+	var leaks int
+	require.NoError(t, d.Pool.QueryRow(t.Context(),
+		"SELECT count(*) FROM tenants t WHERE strpos(row_to_json(t)::text, $1) > 0 OR strpos(encode(t.api_key_sha256, 'escape'), $1) > 0",
+		key).Scan(&leaks))
+	require.Zero(t, leaks, "the key's plaintext is stored nowhere in tenants")
+	require.NotContains(t, stderr, key, "the key is not logged")
+
+	// A second tenant gets another key.
+	stdout2, _, code := runCLI(t, []string{"DATABASE_URL=" + d.URL}, "tenant", "create", "--name", "x")
+	require.Equal(t, 0, code)
+	require.NotEqual(t, stdout, stdout2)
+}
+
+func TestSigtermOnIdleServeExitsZero(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider})
+	resp, err := http.Get(p.URL() + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	require.NoError(t, p.Signal(syscall.SIGTERM))
+	code, err := p.Wait(time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 0, code, "logs: %s", p.Logs())
+	lines := logLines(p.Logs())
+	require.Equal(t, 1, countMsg(lines, "stopped"), "logs: %s", p.Logs())
+	for _, l := range lines {
+		require.NotEqual(t, "ERROR", l.Level, "no error on a clean stop: %s", l.Raw)
+	}
+}
+
+// Two pods started at the same moment on a database that does not exist
+// yet: both create it (one of them wins), migrate one after the other under
+// the advisory lock (the schema is applied once), and serve.
+func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	bin := proctest.Build(t).PaymentSvc
+	url := testdb.NewEmpty(t)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + url, "HTTP_ADDR=127.0.0.1:0",
+		"PROVIDER_URL=" + noProvider, "OUTBOX_RELAY=off",
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	pods := make([]*rawProcess, 2)
+	errs := make([]error, 2)
+	for i := range pods {
+		wg.Go(func() {
+			<-start
+			pods[i], errs[i] = startRaw(bin, env, "serve")
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, p := range pods {
+		if p != nil {
+			t.Cleanup(p.stop)
+		}
+	}
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	for i, p := range pods {
+		proctest.Eventually(t, 2*time.Minute, "pod listens", func() bool {
+			require.False(t, p.exited(), "pod %d exited:\n%s", i, p.logs())
+			return p.addr() != ""
+		})
+		resp, err := http.Get("http://" + p.addr() + "/healthz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		resp, err = http.Get("http://" + p.addr() + "/readyz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	applied := countMsg(logLines(pods[0].logs()), "migration applied") + countMsg(logLines(pods[1].logs()), "migration applied")
+	require.Equal(t, migrationFiles(t), applied, "each migration applied once:\n%s\n%s", pods[0].logs(), pods[1].logs())
+}
+
+// rawProcess is a process started without waiting for it, so that two can
+// start at the same moment (proctest.StartProcess waits for each in turn).
+type rawProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	address string
+}
+
+func startRaw(bin string, env []string, args ...string) (*rawProcess, error) {
+	p := &rawProcess{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = env
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			p.mu.Lock()
+			p.buf.Write(sc.Bytes())
+			p.buf.WriteByte('\n')
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				p.address = rec.Addr
+			}
+			p.mu.Unlock()
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *rawProcess) addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.address
+}
+
+func (p *rawProcess) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}
+
+func (p *rawProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *rawProcess) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}

@@ -1,0 +1,239 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestUnauthorizedWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	auths := map[string]string{
+		"missing":           "",
+		"not bearer":        "Basic " + b.a.APIKey,
+		"bearer only":       "Bearer",
+		"bearer blank":      "Bearer    ",
+		"no scheme":         b.a.APIKey,
+		"unknown key":       "Bearer sk_not_a_real_key",
+		"key with trailing": "Bearer " + b.a.APIKey + "x",
+	}
+	for name, auth := range auths {
+		headers := map[string]string{"Authorization": auth, "Idempotency-Key": "k-" + name, "Content-Type": "application/json"}
+		r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), headers)
+		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+
+		r = b.do(http.MethodGet, "/v1/payments/pay_x", nil, map[string]string{"Authorization": auth})
+		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+		r = b.do(http.MethodGet, "/v1/payments?order_id=o-1", nil, map[string]string{"Authorization": auth})
+		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+	}
+	b.requireNothingWritten()
+}
+
+func TestUnsupportedMediaType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "not a media type"} {
+		r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), map[string]string{
+			"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "k-1", "Content-Type": ct,
+		})
+		requireProblem(t, r, http.StatusUnsupportedMediaType, "unsupported_media_type")
+	}
+	b.requireNothingWritten()
+	// A charset parameter is fine.
+	r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), map[string]string{
+		"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "k-1", "Content-Type": "application/json; charset=utf-8",
+	})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+}
+
+func TestPayloadTooLarge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := validFields()
+	f["description"] = strings.Repeat("x", 64<<10)
+	r := b.pay(b.a, "k-1", body(f))
+	requireProblem(t, r, http.StatusRequestEntityTooLarge, "payload_too_large")
+	b.requireNothingWritten()
+
+	// Just under the limit is read (and then refused for its content, not its size).
+	raw := body(validFields())
+	pad := (64 << 10) - len(raw)
+	almost := raw[:len(raw)-1] + strings.Repeat(" ", pad) + "}"
+	require.Len(t, almost, 64<<10)
+	r = b.pay(b.a, "k-1", almost)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+}
+
+func TestIdempotencyKeyMissingOrInvalid(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.pay(b.a, "", visa("o-1", 500))
+	requireProblem(t, r, http.StatusBadRequest, "idempotency_key_missing")
+	for _, key := range []string{strings.Repeat("k", 256), "a b", "ключ", `"unterminated`, `"bad\escape"`} {
+		r := b.pay(b.a, key, visa("o-1", 500))
+		requireProblem(t, r, http.StatusBadRequest, "idempotency_key_invalid")
+	}
+	b.requireNothingWritten()
+	r = b.pay(b.a, strings.Repeat("k", 255), visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+}
+
+func TestInvalidRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	with := func(field string, v any) string {
+		f := validFields()
+		f[field] = v
+		return body(f)
+	}
+	without := func(field string) string {
+		f := validFields()
+		delete(f, field)
+		return body(f)
+	}
+	cases := []struct {
+		name, body, detail string
+	}{
+		{"bad JSON", `{"order_id":`, ""},
+		{"not JSON", `nope`, ""},
+		{"empty body", ``, ""},
+		{"array body", `[1]`, ""},
+		{"two objects", visa("o-1", 500) + visa("o-1", 500), ""},
+		{"trailing brace", visa("o-1", 500) + "}", ""},
+		{"trailing bracket", visa("o-1", 500) + " ]", ""},
+		{"unknown field", with("colour", "red"), "colour"},
+		{"missing order_id", without("order_id"), "order_id"},
+		{"missing amount", without("amount"), "amount"},
+		{"missing currency", without("currency"), "currency"},
+		{"missing payment_method", without("payment_method"), "payment_method"},
+		{"null amount", with("amount", nil), "amount"},
+		{"amount 0", with("amount", 0), "amount"},
+		{"amount negative", with("amount", -500), "amount"},
+		{"amount 1.5", `{"order_id":"o-1","amount":1.5,"currency":"USD","payment_method":"pm_card_visa"}`, "amount"},
+		{"amount too large", with("amount", int64(100000000000)), "amount"},
+		{"amount as string", with("amount", "500"), "amount"},
+		{"amount as bool", with("amount", true), "amount"},
+		{"currency lower case", with("currency", "usd"), "currency"},
+		{"currency not ISO 4217", with("currency", "ABC"), "currency"},
+		{"currency not a string", with("currency", 840), "currency"},
+		{"order_id empty", with("order_id", ""), "order_id"},
+		{"order_id 65 chars", with("order_id", strings.Repeat("o", 65)), "order_id"},
+		{"payment_method empty", with("payment_method", ""), "payment_method"},
+	}
+	for _, c := range cases {
+		r := b.pay(b.a, "k-"+strings.ReplaceAll(c.name, " ", "-"), c.body)
+		requireProblem(t, r, http.StatusBadRequest, "invalid_request", c.name)
+		if c.detail != "" {
+			require.Contains(t, r.str("detail"), c.detail, "%s: detail names the field", c.name)
+		}
+	}
+	b.requireNothingWritten()
+
+	// The edges of the valid range are accepted.
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-max", with("amount", int64(99999999999))).status)
+	f := validFields()
+	f["order_id"], f["amount"] = strings.Repeat("o", 64), 1
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-min", body(f)).status)
+}
+
+func TestInvalidRequestIsNotStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := validFields()
+	f["amount"] = 0
+	requireProblem(t, b.pay(b.a, "k-1", body(f)), http.StatusBadRequest, "invalid_request")
+	requireProblem(t, b.pay(b.a, "k-1", `{"order_id":`), http.StatusBadRequest, "invalid_request")
+	b.requireNothingWritten()
+
+	r := b.pay(b.a, "k-1", visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, "SUCCEEDED", r.str("status"))
+}
+
+func TestCreateReplayAndMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.pay(b.a, "k-1", visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.True(t, strings.HasPrefix(r.str("id"), "pay_"), "id %q", r.str("id"))
+	require.Equal(t, "o-1", r.str("order_id"))
+	require.EqualValues(t, 500, r.json["amount"])
+	require.Equal(t, "USD", r.str("currency"))
+	require.Equal(t, "SUCCEEDED", r.str("status"))
+	require.Equal(t, "sim", r.str("provider"))
+	require.True(t, strings.HasPrefix(r.str("provider_charge_id"), "ch_"))
+	require.Contains(t, r.json, "failure_code")
+	require.Nil(t, r.json["failure_code"])
+	for _, f := range []string{"created_at", "updated_at"} {
+		_, err := time.Parse(time.RFC3339, r.str(f))
+		require.NoError(t, err, f)
+	}
+	require.NotContains(t, r.json, "tenant_id")
+
+	again := b.pay(b.a, "k-1", visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(r.raw), string(again.raw))
+
+	requireProblem(t, b.pay(b.a, "k-1", visa("o-1", 501)), http.StatusUnprocessableEntity, "idempotency_key_reused")
+
+	// A second key for the paid order is refused and names the payment.
+	other := b.pay(b.a, "k-2", visa("o-1", 500))
+	requireProblem(t, other, http.StatusConflict, "order_already_has_payment")
+	require.Equal(t, r.str("id"), other.str("payment_id"))
+}
+
+func TestGetPayment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created := b.pay(b.a, "k-1", visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created)
+	id := created.str("id")
+
+	r := b.get(b.a, "/v1/payments/"+id)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
+	require.JSONEq(t, string(created.raw), string(r.raw))
+
+	requireProblem(t, b.get(b.a, "/v1/payments/pay_doesnotexist"), http.StatusNotFound, "payment_not_found")
+	// Another tenant's payment does not exist for b.
+	requireProblem(t, b.get(b.b, "/v1/payments/"+id), http.StatusNotFound, "payment_not_found")
+}
+
+func TestListPaymentsByOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	declined := b.pay(b.a, "k-1", body(map[string]any{"order_id": "o-1", "amount": 500, "currency": "USD", "payment_method": "pm_card_declined"}))
+	require.Equal(t, http.StatusPaymentRequired, declined.status, "body: %s", declined)
+	paid := b.pay(b.a, "k-2", visa("o-1", 500))
+	require.Equal(t, http.StatusCreated, paid.status, "body: %s", paid)
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-3", visa("o-2", 700)).status)
+	// Order ids are per tenant: b pays its own o-1.
+	require.Equal(t, http.StatusCreated, b.pay(b.b, "k-1", visa("o-1", 900)).status)
+
+	r := b.get(b.a, "/v1/payments?order_id=o-1")
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
+	data, ok := r.json["data"].([]any)
+	require.True(t, ok, "body: %s", r)
+	require.Len(t, data, 2)
+	ids := []string{}
+	for _, d := range data {
+		p := d.(map[string]any)
+		ids = append(ids, p["id"].(string))
+		require.Equal(t, "o-1", p["order_id"])
+	}
+	require.ElementsMatch(t, []string{declined.str("id"), paid.str("id")}, ids)
+
+	r = b.get(b.a, "/v1/payments?order_id=o-none")
+	require.Equal(t, http.StatusOK, r.status)
+	require.JSONEq(t, `{"data":[]}`, string(r.raw))
+
+	requireProblem(t, b.get(b.a, "/v1/payments"), http.StatusBadRequest, "invalid_request")
+}

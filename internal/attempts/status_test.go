@@ -1,0 +1,94 @@
+package attempts
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var allStatuses = []Status{Created, Pending, Succeeded, Failed, Unknown}
+
+// TestCanTransitionEveryEdge checks all 25 ordered pairs: exactly the
+// contract's seven edges are allowed, everything else (self-loops, moves out
+// of a final status, backwards moves, skipping PENDING) is refused.
+func TestCanTransitionEveryEdge(t *testing.T) {
+	t.Parallel()
+	allowed := map[[2]Status]bool{
+		{Created, Pending}:   true,
+		{Created, Failed}:    true, // abandoned: never reached the provider
+		{Pending, Succeeded}: true,
+		{Pending, Failed}:    true,
+		{Pending, Unknown}:   true,
+		{Unknown, Succeeded}: true,
+		{Unknown, Failed}:    true,
+	}
+	n := 0
+	for _, from := range allStatuses {
+		for _, to := range allStatuses {
+			t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) {
+				t.Parallel()
+				require.Equal(t, allowed[[2]Status{from, to}], CanTransition(from, to))
+			})
+			if allowed[[2]Status{from, to}] {
+				n++
+			}
+		}
+	}
+	require.Equal(t, 7, n)
+	// Statuses outside the machine have no edges at all.
+	require.False(t, CanTransition("", Pending))
+	require.False(t, CanTransition("BOGUS", Succeeded))
+	require.False(t, CanTransition(Created, "BOGUS"))
+}
+
+func TestFinalAndValid(t *testing.T) {
+	t.Parallel()
+	final := map[Status]bool{Succeeded: true, Failed: true}
+	for _, s := range allStatuses {
+		require.Equal(t, final[s], s.Final(), "%s.Final()", s)
+		require.True(t, s.Valid(), "%s.Valid()", s)
+		if s.Final() {
+			for _, to := range allStatuses {
+				require.False(t, CanTransition(s, to), "a final status has no way out: %s→%s", s, to)
+			}
+		}
+	}
+	for _, s := range []Status{"", "created", "BOGUS"} {
+		require.False(t, s.Valid(), "%q.Valid()", s)
+		require.False(t, s.Final(), "%q.Final()", s)
+	}
+}
+
+func TestLegalPath(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		path []Status
+		want bool
+	}{
+		{nil, false},
+		{[]Status{}, false},
+		{[]Status{Created}, true},
+		{[]Status{Created, Pending}, true},
+		{[]Status{Created, Pending, Succeeded}, true},
+		{[]Status{Created, Pending, Failed}, true},
+		{[]Status{Created, Pending, Unknown}, true},
+		{[]Status{Created, Pending, Unknown, Succeeded}, true},
+		{[]Status{Created, Pending, Unknown, Failed}, true},
+		{[]Status{Created, Failed}, true},
+		{[]Status{Pending}, false},                              // must start at CREATED
+		{[]Status{Pending, Succeeded}, false},                   // must start at CREATED
+		{[]Status{Created, Succeeded}, false},                   // skips PENDING
+		{[]Status{Created, Unknown}, false},                     // skips PENDING
+		{[]Status{Created, Created}, false},                     // no self-loop
+		{[]Status{Created, Pending, Pending}, false},            // no self-loop
+		{[]Status{Created, Pending, Succeeded, Failed}, false},  // out of a final status
+		{[]Status{Created, Pending, Failed, Succeeded}, false},  // out of a final status
+		{[]Status{Created, Pending, Succeeded, Pending}, false}, // backwards
+		{[]Status{Created, Pending, Unknown, Pending}, false},   // backwards
+		{[]Status{Created, Pending, Unknown, Unknown}, false},   // no self-loop
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, LegalPath(c.path), "LegalPath(%v)", c.path)
+	}
+}

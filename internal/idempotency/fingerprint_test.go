@@ -1,0 +1,92 @@
+package idempotency
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const route = "/v1/payments"
+
+func fp(t *testing.T, method, route, body string) []byte {
+	t.Helper()
+	f, err := Fingerprint(method, route, []byte(body))
+	require.NoError(t, err, "Fingerprint(%s)", body)
+	require.Len(t, f, 32)
+	return f
+}
+
+func TestFingerprintSameRequest(t *testing.T) {
+	t.Parallel()
+	base := `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
+	same := map[string]string{
+		"key order":      `{"payment_method":"pm_card_visa","currency":"USD","amount":500,"order_id":"o-1"}`,
+		"whitespace":     "{ \"order_id\" : \"o-1\" ,\n\t\"amount\": 500, \"currency\":\"USD\",\r\n \"payment_method\":\"pm_card_visa\" }\n",
+		"500.0":          `{"order_id":"o-1","amount":500.0,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"5e2":            `{"order_id":"o-1","amount":5e2,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"5E+2":           `{"order_id":"o-1","amount":5E+2,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"50000e-2":       `{"order_id":"o-1","amount":50000e-2,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"string escapes": `{"order_id":"\u006f-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+	}
+	want := fp(t, "POST", route, base)
+	for name, body := range same {
+		require.Equal(t, want, fp(t, "POST", route, body), name)
+	}
+}
+
+func TestFingerprintNested(t *testing.T) {
+	t.Parallel()
+	a := `{"metadata":{"b":{"y":[1,{"q":2,"p":1}],"x":null},"a":true},"amount":1}`
+	b := ` { "amount" : 1.0 , "metadata" : { "a" : true , "b" : { "x" : null , "y" : [ 1e0 , { "p" : 1 , "q" : 2 } ] } } } `
+	require.Equal(t, fp(t, "POST", route, a), fp(t, "POST", route, b))
+
+	canon, err := Canonical([]byte(b))
+	require.NoError(t, err)
+	require.Equal(t, `{"amount":1,"metadata":{"a":true,"b":{"x":null,"y":[1,{"p":1,"q":2}]}}}`, string(canon))
+
+	// Array order is meaningful; object key order is not.
+	require.NotEqual(t, fp(t, "POST", route, `{"a":[1,2]}`), fp(t, "POST", route, `{"a":[2,1]}`))
+	require.NotEqual(t, fp(t, "POST", route, `{"a":{"b":{"c":1}}}`), fp(t, "POST", route, `{"a":{"b":{"c":2}}}`))
+	require.NotEqual(t, fp(t, "POST", route, `{"a":{"b":{"c":1}}}`), fp(t, "POST", route, `{"a":{"b":{"d":1}}}`))
+}
+
+func TestFingerprintDifferentRequest(t *testing.T) {
+	t.Parallel()
+	base := `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
+	want := fp(t, "POST", route, base)
+	different := map[string]string{
+		"amount":             `{"order_id":"o-1","amount":501,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"amount fraction":    `{"order_id":"o-1","amount":500.5,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"amount as string":   `{"order_id":"o-1","amount":"500","currency":"USD","payment_method":"pm_card_visa"}`,
+		"order":              `{"order_id":"o-2","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"currency":           `{"order_id":"o-1","amount":500,"currency":"EUR","payment_method":"pm_card_visa"}`,
+		"payment method":     `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_declined"}`,
+		"extra field":        `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"x"}`,
+		"missing field":      `{"order_id":"o-1","amount":500,"currency":"USD"}`,
+		"null vs absent":     `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":null}`,
+		"string case":        `{"order_id":"O-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"key renamed":        `{"orderId":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"value type (bool)":  `{"order_id":"o-1","amount":true,"currency":"USD","payment_method":"pm_card_visa"}`,
+		"value type (array)": `{"order_id":["o-1"],"amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+	}
+	for name, body := range different {
+		require.NotEqual(t, want, fp(t, "POST", route, body), name)
+	}
+	// Numbers are compared exactly, not as float64.
+	require.NotEqual(t,
+		fp(t, "POST", route, `{"amount":12345678901234567890}`),
+		fp(t, "POST", route, `{"amount":12345678901234567891}`))
+	// Method and route are part of the request.
+	require.NotEqual(t, want, fp(t, "PUT", route, base))
+	require.NotEqual(t, want, fp(t, "POST", "/v1/refunds", base))
+	// The separator keeps method and route apart.
+	require.NotEqual(t, fp(t, "POST", "/a", `{}`), fp(t, "POS", "T/a", `{}`))
+}
+
+func TestFingerprintRefusesInvalidJSON(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{"", " ", "{", `{"a":}`, `{"a":1} {"b":2}`, `{"a":1}x`, `{"a":1}}`, `{"a":1}]`, `[1]]`, "nope"} {
+		_, err := Fingerprint("POST", route, []byte(body))
+		require.Error(t, err, "Fingerprint(%q)", body)
+	}
+}

@@ -1,0 +1,375 @@
+package idempotency_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/tenants"
+	"github.com/acme/paymentsvc/internal/testdb"
+)
+
+// longLock keeps a key locked for the whole test.
+var longLock = idempotency.Config{LockTTL: 10 * time.Minute, KeyTTL: 48 * time.Hour}
+
+// shortLock expires almost at once, for takeover tests.
+var shortLock = idempotency.Config{LockTTL: 50 * time.Millisecond, KeyTTL: 48 * time.Hour}
+
+type bundle struct {
+	t      *testing.T
+	pool   *pgxpool.Pool
+	tenant string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	d := testdb.New(t)
+	tn, err := tenants.Create(t.Context(), d.Pool, "t")
+	require.NoError(t, err)
+	return &bundle{t: t, pool: d.Pool, tenant: tn.ID}
+}
+
+func fingerprint(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+// acquire runs Acquire for key with a CREATED attempt for order as the new key's attempt.
+func (b *bundle) acquire(ctx context.Context, cfg idempotency.Config, key, order string, fp []byte) (idempotency.Result, error) {
+	return idempotency.Acquire(ctx, b.pool, cfg, b.tenant, key, fp, attempts.NewID(),
+		func(ctx context.Context, tx pgx.Tx, attemptID string) error {
+			_, err := attempts.Insert(ctx, tx, attempts.New{
+				ID: attemptID, TenantID: b.tenant, OrderID: order, IdempotencyKey: key,
+				Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa",
+			})
+			return err
+		})
+}
+
+func (b *bundle) mustAcquire(cfg idempotency.Config, key, order string, fp []byte) idempotency.Result {
+	b.t.Helper()
+	res, err := b.acquire(b.t.Context(), cfg, key, order, fp)
+	require.NoError(b.t, err)
+	return res
+}
+
+func (b *bundle) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, b.pool.QueryRow(b.t.Context(), sql, args...).Scan(&n))
+	return n
+}
+
+func (b *bundle) keyRows(key string) int {
+	return b.count("SELECT count(*) FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", b.tenant, key)
+}
+
+// waitUnlocked polls, by the database clock, until key's lock has expired.
+func (b *bundle) waitUnlocked(key string) {
+	b.t.Helper()
+	proctest.Eventually(b.t, 30*time.Second, "lock of "+key+" expires", func() bool {
+		return b.count(`SELECT count(*) FROM idempotency_keys
+			WHERE tenant_id = $1 AND key = $2 AND locked_until <= now()`, b.tenant, key) == 1
+	})
+}
+
+func (b *bundle) complete(l idempotency.Lock, code int, body string) bool {
+	b.t.Helper()
+	var ok bool
+	err := db.WithTx(b.t.Context(), b.pool, func(tx pgx.Tx) error {
+		var err error
+		ok, err = idempotency.Complete(b.t.Context(), tx, l, code, []byte(body))
+		return err
+	})
+	require.NoError(b.t, err)
+	return ok
+}
+
+func (b *bundle) hold(l idempotency.Lock) bool {
+	b.t.Helper()
+	var ok bool
+	err := db.WithTx(b.t.Context(), b.pool, func(tx pgx.Tx) error {
+		var err error
+		ok, err = idempotency.Hold(b.t.Context(), tx, l)
+		return err
+	})
+	require.NoError(b.t, err)
+	return ok
+}
+
+// race releases n goroutines together (by closing a channel) and collects
+// what each got from fn.
+func race(t *testing.T, n int, fn func() (idempotency.Result, error)) []idempotency.Result {
+	t.Helper()
+	start := make(chan struct{})
+	results := make([]idempotency.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = fn()
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "racer %d", i)
+	}
+	return results
+}
+
+func TestAcquireRaceHasExactlyOneOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	results := race(t, 50, func() (idempotency.Result, error) {
+		return b.acquire(context.Background(), longLock, "race-key", "o-race", fp)
+	})
+	var owners []idempotency.Result
+	inUse := 0
+	for _, r := range results {
+		switch r.Outcome {
+		case idempotency.Owned:
+			owners = append(owners, r)
+		case idempotency.InUse:
+			inUse++
+			require.GreaterOrEqual(t, r.RetryAfter, 1)
+		default:
+			t.Fatalf("unexpected outcome %v", r.Outcome)
+		}
+	}
+	require.Len(t, owners, 1)
+	require.True(t, owners[0].Created)
+	require.Equal(t, 49, inUse)
+	for _, r := range results {
+		require.Equal(t, owners[0].AttemptID, r.AttemptID, "every racer sees the one attempt")
+	}
+	require.Equal(t, 1, b.keyRows("race-key"))
+	require.Equal(t, 1, b.count("SELECT count(*) FROM payment_attempts WHERE tenant_id = $1", b.tenant))
+	require.Equal(t, 1, b.count("SELECT count(*) FROM payment_attempts WHERE id = $1", owners[0].AttemptID))
+}
+
+func TestTakeoverRaceAfterLockExpiryHasExactlyOneWinner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	first := b.mustAcquire(shortLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, first.Outcome)
+	require.True(t, first.Created)
+	b.waitUnlocked("k")
+
+	// The winner locks for long, so a loser that looks again sees it in use.
+	results := race(t, 20, func() (idempotency.Result, error) {
+		return b.acquire(context.Background(), longLock, "k", "o-1", fp)
+	})
+	var winners []idempotency.Result
+	for _, r := range results {
+		switch r.Outcome {
+		case idempotency.Owned:
+			winners = append(winners, r)
+		case idempotency.InUse:
+		default:
+			t.Fatalf("unexpected outcome %v", r.Outcome)
+		}
+	}
+	require.Len(t, winners, 1)
+	w := winners[0]
+	require.False(t, w.Created, "a takeover creates nothing")
+	require.Equal(t, first.AttemptID, w.AttemptID)
+	require.Greater(t, w.Lock.Token, first.Lock.Token)
+	require.Equal(t, 1, b.keyRows("k"))
+	require.Equal(t, 1, b.count("SELECT count(*) FROM payment_attempts WHERE tenant_id = $1", b.tenant))
+}
+
+func TestTakeOverForAttemptRaceHasExactlyOneWinner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.mustAcquire(longLock, "k", "o-1", fingerprint("req"))
+	// Locked by a live owner: nobody may take it.
+	_, ok, err := idempotency.TakeOverForAttempt(t.Context(), b.pool, longLock, first.AttemptID)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	released, err := idempotency.Release(t.Context(), b.pool, first.Lock)
+	require.NoError(t, err)
+	require.True(t, released)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var locks []idempotency.Lock
+	errs := make(chan error, 10)
+	for range 10 {
+		wg.Go(func() {
+			<-start
+			l, ok, err := idempotency.TakeOverForAttempt(context.Background(), b.pool, longLock, first.AttemptID)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				mu.Lock()
+				locks = append(locks, l)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, locks, 1)
+	require.Greater(t, locks[0].Token, first.Lock.Token)
+}
+
+func TestStaleOwnerCannotCompleteOrRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	stale := b.mustAcquire(shortLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, stale.Outcome)
+	require.True(t, b.hold(stale.Lock), "the owner holds its own lock")
+	b.waitUnlocked("k")
+
+	fresh := b.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, fresh.Outcome)
+	require.False(t, fresh.Created)
+	require.NotEqual(t, stale.Lock.Token, fresh.Lock.Token)
+
+	// The stale owner can prove nothing.
+	require.False(t, b.hold(stale.Lock))
+	require.False(t, b.complete(stale.Lock, 402, `{"stale":true}`))
+	released, err := idempotency.Release(t.Context(), b.pool, stale.Lock)
+	require.NoError(t, err)
+	require.False(t, released)
+	// …and its attempts changed nothing: the new owner still holds the key.
+	again := b.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.InUse, again.Outcome)
+
+	require.True(t, b.hold(fresh.Lock))
+	require.True(t, b.complete(fresh.Lock, 201, `{"id":"fresh"}`))
+
+	// After completion, neither owner can write.
+	require.False(t, b.complete(stale.Lock, 402, `{"stale":true}`))
+	require.False(t, b.complete(fresh.Lock, 500, `{"twice":true}`))
+	require.False(t, b.hold(stale.Lock))
+	require.False(t, b.hold(fresh.Lock), "a completed key is held by nobody")
+	for _, l := range []idempotency.Lock{stale.Lock, fresh.Lock} {
+		released, err := idempotency.Release(t.Context(), b.pool, l)
+		require.NoError(t, err)
+		require.False(t, released)
+	}
+
+	replay := b.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Replay, replay.Outcome)
+	require.Equal(t, 201, replay.ResponseCode)
+	require.JSONEq(t, `{"id":"fresh"}`, string(replay.ResponseBody))
+	require.Equal(t, fresh.AttemptID, replay.AttemptID)
+}
+
+func TestCompleteThenAcquireReplays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	own := b.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, own.Outcome)
+	require.True(t, b.complete(own.Lock, 402, `{"status":"FAILED","failure_code":"card_declined"}`))
+
+	for range 3 {
+		r := b.mustAcquire(longLock, "k", "o-1", fp)
+		require.Equal(t, idempotency.Replay, r.Outcome)
+		require.Equal(t, 402, r.ResponseCode)
+		require.JSONEq(t, `{"status":"FAILED","failure_code":"card_declined"}`, string(r.ResponseBody))
+		require.Equal(t, own.AttemptID, r.AttemptID)
+	}
+	require.Equal(t, 1, b.keyRows("k"))
+	require.Equal(t, 1, b.count("SELECT count(*) FROM payment_attempts WHERE tenant_id = $1", b.tenant))
+}
+
+func TestReleaseThenAcquireResumes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	own := b.mustAcquire(longLock, "k", "o-1", fp)
+	released, err := idempotency.Release(t.Context(), b.pool, own.Lock)
+	require.NoError(t, err)
+	require.True(t, released)
+
+	r := b.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, r.Outcome)
+	require.False(t, r.Created)
+	require.Equal(t, own.AttemptID, r.AttemptID)
+	require.Equal(t, idempotency.InUse, b.mustAcquire(longLock, "k", "o-1", fp).Outcome)
+}
+
+func TestDifferentFingerprintIsMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	own := b.mustAcquire(longLock, "k", "o-1", fingerprint("req"))
+	require.Equal(t, idempotency.Owned, own.Outcome)
+
+	// In progress: a different request is refused, not told to wait.
+	require.Equal(t, idempotency.Mismatch, b.mustAcquire(longLock, "k", "o-1", fingerprint("other")).Outcome)
+
+	require.True(t, b.complete(own.Lock, 201, `{"id":"x"}`))
+	r := b.mustAcquire(longLock, "k", "o-1", fingerprint("other"))
+	require.Equal(t, idempotency.Mismatch, r.Outcome)
+	require.Empty(t, r.ResponseBody, "a mismatch reveals nothing of the stored response")
+	require.Equal(t, 1, b.keyRows("k"))
+}
+
+func TestKeysAreScopedToTheTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := fingerprint("req")
+	mine := b.mustAcquire(longLock, "k", "o-1", fp)
+
+	other, err := tenants.Create(t.Context(), b.pool, "other")
+	require.NoError(t, err)
+	ob := &bundle{t: t, pool: b.pool, tenant: other.ID}
+	theirs := ob.mustAcquire(longLock, "k", "o-1", fp)
+	require.Equal(t, idempotency.Owned, theirs.Outcome)
+	require.True(t, theirs.Created)
+	require.NotEqual(t, mine.AttemptID, theirs.AttemptID)
+}
+
+func TestOrderGuardRefusesSecondKeyAndLeavesNoKeyRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.mustAcquire(longLock, "k-1", "o-1", fingerprint("req-1"))
+	require.Equal(t, idempotency.Owned, first.Outcome)
+
+	_, err := b.acquire(t.Context(), longLock, "k-2", "o-1", fingerprint("req-2"))
+	require.ErrorIs(t, err, db.ErrConflict)
+	require.Equal(t, 0, b.keyRows("k-2"), "the refused key is rolled back with its attempt")
+	require.Equal(t, 1, b.count("SELECT count(*) FROM payment_attempts WHERE tenant_id = $1", b.tenant))
+
+	// Once the first payment has FAILED, the order may be paid under a new key.
+	var moved bool
+	err = db.WithTx(t.Context(), b.pool, func(tx pgx.Tx) error {
+		var err error
+		_, moved, err = attempts.Transition(t.Context(), tx, attempts.Change{
+			ID: first.AttemptID, To: attempts.Failed, FailureCode: attempts.FailureAbandoned,
+			Source: attempts.SourceAPI, Reason: "test",
+		})
+		return err
+	})
+	require.NoError(t, err)
+	require.True(t, moved)
+	r := b.mustAcquire(longLock, "k-2", "o-1", fingerprint("req-2"))
+	require.Equal(t, idempotency.Owned, r.Outcome)
+	require.True(t, r.Created)
+}
