@@ -1,0 +1,279 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/providersim"
+)
+
+// chaosRounds bounds the chaos test: about two minutes on a two-core machine.
+const chaosRounds = 30
+
+// chaosFault is what goes wrong in one round.
+type chaosFault struct {
+	name      string
+	failpoint string              // the first request goes to the pod armed with it
+	sim       *providersim.Faults // the provider misbehaves until the client has tried a few times
+}
+
+var chaosFaults = []chaosFault{
+	{name: "crash " + failpoint.AfterKeyAcquired, failpoint: failpoint.AfterKeyAcquired},
+	{name: "crash " + failpoint.AfterProviderCall, failpoint: failpoint.AfterProviderCall},
+	{name: "crash " + failpoint.BeforeCompleteCommit, failpoint: failpoint.BeforeCompleteCommit},
+	{name: "lost answers", sim: &providersim.Faults{DropAfterCommit: true}},
+	{name: "provider 503", sim: &providersim.Faults{ErrorRate: 1.0, ErrorStatus: 503}},
+	// Slower than PROVIDER_CALL_TIMEOUT: every call times out, and every
+	// charge is made anyway after the caller gave up.
+	{name: "provider slow", sim: &providersim.Faults{LatencyMS: 800}},
+	{name: "no fault"},
+}
+
+// faultTries is how many requests a round's client makes before the
+// provider recovers.
+const faultTries = 2
+
+// chaosSeed is CHAOS_SEED, or the clock.
+func chaosSeed(t *testing.T) uint64 {
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "CHAOS_SEED")
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// chaosRig is the chaos test's cluster: two plain pods that clients retry on,
+// and one pod per failpoint that a round's first request may be sent to.
+type chaosRig struct {
+	*faultStack
+	plain      [2]*proctest.Process
+	failpoints map[string]*proctest.Process
+}
+
+// chaosOutcome is what a round's client finally got.
+type chaosOutcome struct {
+	round     int
+	fault     string
+	order     string
+	declined  bool
+	paymentID string
+	chargeID  string
+}
+
+// Rounds of payments under random crashes and provider faults. Each round's
+// client retries with the same key, alternating pods, until it gets a final
+// answer (201, or 402 for the declined card). Afterwards the global
+// invariants must hold: one payment per order, exactly one succeeded charge
+// per SUCCEEDED payment and none for any other, no key locked past its TTL,
+// every final payment's key holding its response, and every audit trail a
+// path of the state machine.
+func TestChaosCrashesAndFaultsKeepInvariants(t *testing.T) {
+	t.Parallel()
+	seed := chaosSeed(t)
+	t.Logf("chaos seed %d (reproduce with CHAOS_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	rig := &chaosRig{faultStack: newFaultStack(t), failpoints: map[string]*proctest.Process{}}
+	env := shortTimings(shortLockTTL)
+	rig.plain[0], _ = rig.startPod(t, "pod-a", env...)
+	rig.plain[1], _ = rig.startPod(t, "pod-b", env...)
+	for _, f := range chaosFaults {
+		if f.failpoint != "" {
+			rig.failpoints[f.failpoint], _ = rig.startPod(t, "pod-"+f.failpoint, append(env, "PAYMENTSVC_FAILPOINT="+f.failpoint)...)
+		}
+	}
+
+	start := time.Now()
+	var outcomes []chaosOutcome
+	for i := range chaosRounds {
+		f := chaosFaults[rng.IntN(len(chaosFaults))]
+		declined := rng.IntN(4) == 0
+		o := rig.playRound(t, i, f, declined, int64(100+rng.IntN(9900)))
+		t.Logf("round %2d: %-30s declined=%-5v -> %s %s", i, f.name, declined, o.paymentID, o.chargeID)
+		outcomes = append(outcomes, o)
+	}
+	t.Logf("%d rounds in %s", chaosRounds, time.Since(start).Round(time.Millisecond))
+
+	rig.checkInvariants(t, outcomes)
+}
+
+// playRound runs one payment under fault f until it is final.
+func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined bool, amount int64) chaosOutcome {
+	t.Helper()
+	o := chaosOutcome{round: round, fault: f.name, order: fmt.Sprintf("chaos-%02d", round), declined: declined}
+	key := "chaos-key-" + strconv.Itoa(round)
+	body := proctest.Visa(o.order, amount)
+	if declined {
+		body.PaymentMethod = "pm_card_declined"
+	}
+	if f.sim != nil {
+		rig.sim.SetFaults(t, *f.sim)
+	}
+
+	tries := 0
+	var final proctest.Response
+	proctest.Eventually(t, 2*time.Minute, fmt.Sprintf("round %d (%s) gets a final answer", round, f.name), func() bool {
+		if tries == faultTries && f.sim != nil {
+			rig.sim.ClearFaults(t)
+		}
+		pod := rig.plain[(round+tries)%2]
+		if tries == 0 && f.failpoint != "" {
+			pod = rig.failpoints[f.failpoint]
+		}
+		tries++
+		r, err := rig.client(pod).Pay(key, body)
+		if err != nil {
+			rig.restartCrashed(t, pod, err)
+			return false
+		}
+		switch r.Status {
+		case 201, 402:
+			final = r
+			return true
+		case 202, 409, 503: // unknown, busy, breaker open: retry with the same key
+			return false
+		}
+		t.Fatalf("round %d (%s): unexpected answer %s", round, f.name, r)
+		return false
+	})
+	if f.sim != nil && tries <= faultTries {
+		rig.sim.ClearFaults(t)
+	}
+
+	o.paymentID = final.Str("id")
+	o.chargeID = final.Str("provider_charge_id")
+	if declined {
+		require.Equal(t, 402, final.Status, "round %d: %s", round, final)
+		require.Equal(t, "FAILED", final.Str("status"))
+		require.Equal(t, "card_declined", final.Str("failure_code"))
+	} else {
+		require.Equal(t, 201, final.Status, "round %d: %s", round, final)
+		require.Equal(t, "SUCCEEDED", final.Str("status"))
+		require.NotEmpty(t, o.chargeID)
+	}
+	// Any pod now replays the stored answer.
+	replay := rig.client(rig.plain[(round+1)%2]).MustPay(t, key, body)
+	require.Equal(t, final.Status, replay.Status, "round %d replay: %s", round, replay)
+	require.True(t, replay.Replayed(), "round %d replay", round)
+	require.JSONEq(t, string(final.Raw), string(replay.Raw))
+	return o
+}
+
+// restartCrashed restarts pod after a transport error, which only a pod
+// armed with a failpoint may cause, by dying with status 137. The restart
+// overlaps the dead owner's lock TTL that the retry has to wait out anyway.
+func (rig *chaosRig) restartCrashed(t *testing.T, pod *proctest.Process, err error) {
+	t.Helper()
+	for _, p := range rig.plain {
+		if p == pod {
+			t.Fatalf("%s is not armed with a failpoint, yet the request failed: %v", pod.Name, err)
+		}
+	}
+	proctest.Eventually(t, 30*time.Second, pod.Name+" exits", pod.Exited)
+	require.Equal(t, 137, pod.ExitCode(), "%s's exit status", pod.Name)
+	pod.Restart()
+}
+
+// checkInvariants checks the database and the provider after all rounds.
+func (rig *chaosRig) checkInvariants(t *testing.T, outcomes []chaosOutcome) {
+	t.Helper()
+	ctx := context.Background()
+	pool := rig.db.Pool
+
+	type attempt struct {
+		order, status string
+		chargeID      *string
+	}
+	got := map[string]attempt{}
+	perOrder := map[string]int{}
+	rows, err := pool.Query(ctx, "SELECT id, order_id, status, provider_charge_id FROM payment_attempts")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		var a attempt
+		require.NoError(t, rows.Scan(&id, &a.order, &a.status, &a.chargeID))
+		got[id] = a
+		perOrder[a.order]++
+	}
+	require.NoError(t, rows.Err())
+
+	// One payment per order, final, as its client was told.
+	require.Len(t, got, len(outcomes), "one attempt per round")
+	for _, o := range outcomes {
+		require.Equal(t, 1, perOrder[o.order], "payments of %s", o.order)
+		a, ok := got[o.paymentID]
+		require.True(t, ok, "round %d: payment %s", o.round, o.paymentID)
+		require.Equal(t, o.order, a.order)
+		want := "SUCCEEDED"
+		if o.declined {
+			want = "FAILED"
+		}
+		require.Equal(t, want, a.status, "round %d (%s)", o.round, o.fault)
+	}
+
+	// Exactly one succeeded charge per SUCCEEDED payment, none otherwise,
+	// and no charge the service does not know of.
+	succeeded := map[string][]string{}
+	for _, c := range rig.sim.Charges(t) {
+		_, known := got[c.Reference]
+		require.True(t, known, "charge %s has reference %q, which is no payment of ours", c.ID, c.Reference)
+		if c.Status == providersim.StatusSucceeded {
+			succeeded[c.Reference] = append(succeeded[c.Reference], c.ID)
+		}
+	}
+	for id, a := range got {
+		if a.status == "SUCCEEDED" {
+			require.Len(t, succeeded[id], 1, "succeeded charges of %s (%s)", id, a.order)
+			require.NotNil(t, a.chargeID)
+			require.Equal(t, succeeded[id][0], *a.chargeID)
+		} else {
+			require.Empty(t, succeeded[id], "succeeded charges of %s payment %s (%s)", a.status, id, a.order)
+		}
+	}
+
+	// No key is locked past its TTL, and every final payment's key holds its
+	// response (so a retry replays it).
+	var n int
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT count(*) FROM idempotency_keys WHERE locked_until > now() + $1::interval", shortLockTTL.String()).Scan(&n))
+	require.Zero(t, n, "keys locked beyond the lock TTL")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys k JOIN payment_attempts a ON a.id = k.attempt_id
+		WHERE a.status IN ('SUCCEEDED', 'FAILED') AND (k.response_code IS NULL OR k.locked_until IS NOT NULL)`).Scan(&n))
+	require.Zero(t, n, "keys of final payments without their response, or still locked")
+
+	// Every audit trail is a path of the state machine that ends in the
+	// payment's status, each row starting where the previous one ended.
+	trails := map[string][]attempts.Status{}
+	rows, err = pool.Query(ctx, "SELECT attempt_id, from_status, to_status FROM payment_attempt_events ORDER BY id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, to string
+		var from *string
+		require.NoError(t, rows.Scan(&id, &from, &to))
+		prev := trails[id]
+		if len(prev) == 0 {
+			require.Nil(t, from, "first event of %s", id)
+		} else {
+			require.NotNil(t, from, "event of %s after %v", id, prev)
+			require.Equal(t, string(prev[len(prev)-1]), *from, "event of %s after %v", id, prev)
+		}
+		trails[id] = append(prev, attempts.Status(to))
+	}
+	require.NoError(t, rows.Err())
+	for id, a := range got {
+		trail := trails[id]
+		require.True(t, attempts.LegalPath(trail), "trail of %s: %v", id, trail)
+		require.Equal(t, a.status, string(trail[len(trail)-1]), "trail of %s: %v", id, trail)
+	}
+}
