@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/api"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
@@ -70,6 +71,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer pool.Close()
+	defer metrics.RegisterBacklog(pool, log)()
 
 	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, &http.Client{}), provider.Config{
 		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget,
@@ -117,8 +119,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	// Not ready from before the line is logged, so whoever sees the line
+	// never gets a 200 from /readyz again.
 	draining.Store(true)
+	log.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	apispec "github.com/acme/paymentsvc/api"
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/providersim"
+)
+
+// opsProblem checks a problem+json answer's status and code.
+func opsProblem(t *testing.T, r proctest.Response, status int, code string) {
+	t.Helper()
+	require.Equal(t, status, r.Status, "%s", r)
+	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), "%s", r)
+	require.Equal(t, code, r.Str("code"), "%s", r)
+	require.EqualValues(t, status, r.JSON["status"], "%s", r)
+}
+
+// rejected marks a request the document must refuse (see headerSpecRejects).
+func rejected(h map[string]string) map[string]string {
+	out := map[string]string{headerSpecRejects: "1"}
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+var jsonCT = map[string]string{"Content-Type": "application/json"}
+
+// TestOpenAPIMatchesRealTraffic runs the API's flows against a real pod and
+// simulator, and validates every request and every response (the
+// simulator's webhooks included) against api/openapi.yaml, so that the
+// document cannot drift from the code. Requests the service must refuse are
+// sent marked, and the document must refuse them too. Every documented
+// response but the 500s must be seen.
+func TestOpenAPIMatchesRealTraffic(t *testing.T) {
+	t.Parallel()
+	v := newSpecValidator(t, nil)
+	hooks := newSpecValidator(t, nil) // the simulator's deliveries
+	s := setupOps(t, opsOptions{
+		podEnv: []string{
+			// A slow charge (5s, see in_use) fits one call; two failed calls
+			// open the breaker, which stays open 2s.
+			"PROVIDER_CALL_TIMEOUT=10s", "PROVIDER_RETRY_BUDGET=5s", "IDEMPOTENCY_LOCK_TTL=30s",
+			"PROVIDER_BREAKER_FAILURES=2", "PROVIDER_BREAKER_COOLDOWN=2s",
+		},
+		webhooks:      true,
+		hookTransport: hooks,
+		transport:     v.wrap,
+	})
+	c, anon := s.client, s.anon
+	pay := func(key, body string, h map[string]string) proctest.Response {
+		t.Helper()
+		headers := map[string]string{"Content-Type": "application/json"}
+		if key != "" {
+			headers["Idempotency-Key"] = key
+		}
+		for k, val := range h {
+			headers[k] = val
+		}
+		return opsOK(t)(c.Do(http.MethodPost, "/v1/payments", []byte(body), headers))
+	}
+	get := func(cl *proctest.Client, path string, h map[string]string) proctest.Response {
+		t.Helper()
+		return opsOK(t)(cl.Do(http.MethodGet, path, nil, h))
+	}
+
+	// Operations endpoints.
+	require.Equal(t, 200, get(anon, "/healthz", nil).Status)
+	require.Equal(t, 200, get(anon, "/readyz", nil).Status)
+	require.Equal(t, 200, get(anon, "/metrics", nil).Status)
+	doc := get(anon, "/openapi.yaml", nil)
+	require.Equal(t, 200, doc.Status)
+	require.True(t, bytes.Equal(apispec.OpenAPI, doc.Raw), "/openapi.yaml serves api/openapi.yaml")
+
+	// 201, and its replays (also of a reordered body, and of the quoted key form).
+	first := pay("oa-1", `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"first order","metadata":{"cart":"c-1"}}`, nil)
+	require.Equal(t, 201, first.Status, "%s", first)
+	require.Equal(t, "SUCCEEDED", first.Str("status"))
+	require.False(t, first.Replayed())
+	id := first.Str("id")
+	again := pay("oa-1", `{"metadata":{"cart":"c-1"},"description":"first order","payment_method":"pm_card_visa","currency":"USD","amount":500,"order_id":"o-1"}`, nil)
+	require.Equal(t, 201, again.Status, "%s", again)
+	require.True(t, again.Replayed())
+	require.JSONEq(t, string(first.Raw), string(again.Raw))
+	quoted := pay(`"oa-1"`, `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"first order","metadata":{"cart":"c-1"}}`, nil)
+	require.True(t, quoted.Status == 201 && quoted.Replayed(), "%s", quoted)
+
+	// 422: same key, different request; 409: the order is paid under another key.
+	opsProblem(t, pay("oa-1", `{"order_id":"o-1","amount":501,"currency":"USD","payment_method":"pm_card_visa"}`, nil), 422, "idempotency_key_reused")
+	conflict := pay("oa-other", `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, nil)
+	opsProblem(t, conflict, 409, "order_already_has_payment")
+	require.Equal(t, id, conflict.Str("payment_id"))
+	require.Empty(t, conflict.Header.Get("Retry-After"))
+
+	// 402 and its replay.
+	declined := pay("oa-2", `{"order_id":"o-2","amount":700,"currency":"EUR","payment_method":"pm_card_declined"}`, nil)
+	require.Equal(t, 402, declined.Status, "%s", declined)
+	require.Equal(t, "FAILED", declined.Str("status"))
+	require.Equal(t, "card_declined", declined.Str("failure_code"))
+	redeclined := pay("oa-2", `{"order_id":"o-2","amount":700,"currency":"EUR","payment_method":"pm_card_declined"}`, nil)
+	require.True(t, redeclined.Status == 402 && redeclined.Replayed(), "%s", redeclined)
+
+	// 400s, each also refused by the document.
+	visa := `{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
+	opsProblem(t, pay("", visa, rejected(nil)), 400, "idempotency_key_missing")
+	opsProblem(t, pay(strings.Repeat("k", 256), visa, rejected(nil)), 400, "idempotency_key_invalid")
+	opsProblem(t, pay(`"unterminated`, visa, rejected(nil)), 400, "idempotency_key_invalid")
+	for _, body := range []string{
+		`{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa","coupon":"x"}`,
+		`{"order_id":"o-3","amount":0,"currency":"USD","payment_method":"pm_card_visa"}`,
+		`{"order_id":"o-3","amount":500,"currency":"usd","payment_method":"pm_card_visa"}`,
+		`{"order_id":"o-3","amount":500,"currency":"USD"}`,
+		`{"order_id":"","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`,
+		`{"order_id":"o-3","amount":"500","currency":"USD","payment_method":"pm_card_visa"}`,
+		`{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa","metadata":{"k":1}}`,
+		`{"order_id":"o-3",`,
+		`[]`,
+	} {
+		opsProblem(t, pay("oa-3", body, rejected(nil)), 400, "invalid_request")
+	}
+	// 413 and 415.
+	huge := `{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"` + strings.Repeat("x", 70<<10) + `"}`
+	opsProblem(t, pay("oa-3", huge, rejected(expectContinue)), 413, "payload_too_large")
+	opsProblem(t, pay("oa-3", visa, rejected(map[string]string{"Content-Type": "text/plain"})), 415, "unsupported_media_type")
+
+	// 401: without a key (the document refuses it too), and with an unknown one.
+	opsProblem(t, opsOK(t)(anon.Do(http.MethodPost, "/v1/payments", []byte(visa), rejected(map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"}))), 401, "unauthorized")
+	opsProblem(t, get(anon, "/v1/payments/"+id, rejected(nil)), 401, "unauthorized")
+	opsProblem(t, get(anon, "/v1/payments?order_id=o-1", rejected(nil)), 401, "unauthorized")
+	stranger := proctest.NewClient(s.pod.URL(), "sk_not_a_key")
+	stranger.HTTP.Transport = c.HTTP.Transport
+	opsProblem(t, opsOK(t)(stranger.Do(http.MethodPost, "/v1/payments", []byte(visa), map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"})), 401, "unauthorized")
+
+	// Reads: get, get with sync, list, 404 (unknown, and another tenant's), list without order_id.
+	got := get(c, "/v1/payments/"+id, nil)
+	require.Equal(t, 200, got.Status, "%s", got)
+	require.JSONEq(t, string(first.Raw), string(got.Raw))
+	require.Equal(t, 200, get(c, "/v1/payments/"+id+"?sync=true", nil).Status)
+	list := get(c, "/v1/payments?order_id=o-1", nil)
+	require.Equal(t, 200, list.Status, "%s", list)
+	require.Len(t, list.JSON["data"], 1)
+	opsProblem(t, get(c, "/v1/payments/pay_doesnotexist", nil), 404, "payment_not_found")
+	other := proctest.CreateTenant(t, s.db.URL, "other-shop")
+	otherClient := proctest.NewClient(s.pod.URL(), other.APIKey)
+	otherClient.HTTP.Transport = c.HTTP.Transport
+	opsProblem(t, get(otherClient, "/v1/payments/"+id, nil), 404, "payment_not_found")
+	opsProblem(t, get(c, "/v1/payments", rejected(nil)), 400, "invalid_request")
+	opsProblem(t, get(c, "/v1/payments?order_id=", rejected(nil)), 400, "invalid_request")
+
+	// 409 in use: a second request with the key of a slow one in flight.
+	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
+	calls := s.sim.Stats(t).ChargeCalls
+	slow := `{"order_id":"o-4","amount":900,"currency":"USD","payment_method":"pm_card_visa"}`
+	var wg sync.WaitGroup
+	var slowResp proctest.Response
+	wg.Go(func() { slowResp = pay("oa-4", slow, nil) })
+	proctest.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
+	busy := pay("oa-4", slow, nil)
+	opsProblem(t, busy, 409, "idempotency_key_in_use")
+	require.GreaterOrEqual(t, retryAfterSeconds(busy), 1, "%s", busy)
+	wg.Wait()
+	require.Equal(t, 201, slowResp.Status, "%s", slowResp)
+	s.sim.ClearFaults(t)
+
+	// 202 UNKNOWN: every call fails, two failures open the breaker.
+	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503})
+	unknownBody := `{"order_id":"o-5","amount":300,"currency":"USD","payment_method":"pm_card_visa"}`
+	unknown := pay("oa-5", unknownBody, nil)
+	require.Equal(t, 202, unknown.Status, "%s", unknown)
+	require.Equal(t, string(attempts.Unknown), unknown.Str("status"))
+	// The provider cannot be asked while the breaker is open: sync answers what is known.
+	require.Equal(t, 200, get(c, "/v1/payments/"+unknown.Str("id")+"?sync=true", nil).Status)
+	// 503 while the breaker is open. A slow machine may reach the end of the
+	// cooldown first: then the trial call fails, reopening it, and the new
+	// payment is another 202; try again with a new order.
+	var unavailable proctest.Response
+	n := 0
+	proctest.Eventually(t, time.Minute, "a create is refused while the breaker is open", func() bool {
+		n++
+		k := "oa-6-" + strconv.Itoa(n)
+		unavailable = pay(k, `{"order_id":"`+k+`","amount":300,"currency":"USD","payment_method":"pm_card_visa"}`, nil)
+		return unavailable.Status == 503
+	})
+	opsProblem(t, unavailable, 503, "provider_unavailable")
+	require.GreaterOrEqual(t, retryAfterSeconds(unavailable), 1)
+	// The provider recovers; the UNKNOWN payment's retry resumes it.
+	s.sim.ClearFaults(t)
+	var resumed proctest.Response
+	proctest.Eventually(t, time.Minute, "the UNKNOWN payment resumes once the breaker lets a call through", func() bool {
+		resumed = pay("oa-5", unknownBody, nil)
+		return resumed.Status != 503 && resumed.Status != 409
+	})
+	require.Equal(t, 201, resumed.Status, "%s", resumed)
+	require.Equal(t, unknown.Str("id"), resumed.Str("id"))
+
+	// Webhooks: the simulator's own deliveries are validated by hooks; here
+	// the other answers.
+	orphan := providersim.Charge{ID: "ch_oa_orphan", Amount: 100, Currency: "USD", Status: providersim.StatusSucceeded, Reference: "pay_nobody", Created: time.Now().Unix()}
+	event := opsEvent("evt_oa_1", providersim.EventChargeSucceeded, orphan)
+	ok := s.postWebhook(t, s.secret, event, nil)
+	require.Equal(t, 200, ok.Status, "%s", ok)
+	require.Equal(t, true, ok.JSON["received"])
+	require.Equal(t, 200, s.postWebhook(t, s.secret, event, nil).Status, "a duplicate is answered 200")
+	opsProblem(t, s.postWebhook(t, "", event, rejected(nil)), 401, "invalid_signature")
+	opsProblem(t, s.postWebhook(t, "whsec_wrong", event, nil), 401, "invalid_signature")
+	opsProblem(t, s.postWebhook(t, s.secret, []byte(`{"id":`), rejected(nil)), 400, "invalid_request")
+	opsProblem(t, s.postWebhook(t, s.secret, opsEvent("evt_oa_2", "charge.exploded", orphan), rejected(nil)), 400, "invalid_request")
+	padded, err := json.Marshal(map[string]any{"id": "evt_oa_3", "type": providersim.EventChargeSucceeded, "data": map[string]any{"charge": orphan}, "padding": strings.Repeat("x", 300<<10)})
+	require.NoError(t, err)
+	opsProblem(t, s.postWebhook(t, s.secret, padded, expectContinue), 413, "payload_too_large")
+	// The simulator delivered (at least) the webhooks of the charges above.
+	proctest.Eventually(t, time.Minute, "the simulator's webhooks are delivered", func() bool {
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		return hooks.seen["POST /v1/webhooks/sim 200"] >= 3
+	})
+
+	v.requireCovered(t, "* * 500", "GET /readyz 503")
+}

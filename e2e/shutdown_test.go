@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/providersim"
+)
+
+// SIGTERM drains: a create in flight when the signal arrives (its provider
+// call takes 800 ms) still gets its 201 and its one charge, readiness stops
+// answering 200 as soon as the drain starts, and the process exits 0 within
+// SHUTDOWN_TIMEOUT (a drain that overran it would exit 1).
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	t.Parallel()
+	const shutdownTimeout = 20 * time.Second
+	s := setupOps(t, opsOptions{podEnv: []string{"SHUTDOWN_TIMEOUT=" + shutdownTimeout.String()}})
+	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 800})
+
+	type answer struct {
+		r   proctest.Response
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := s.client.Pay("drain-1", proctest.Visa("o-drain", 500))
+		done <- answer{r, err}
+	}()
+	// The request is in flight once the provider has it.
+	proctest.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
+		return s.sim.Stats(t).ChargeCalls >= 1
+	})
+	require.NoError(t, s.pod.Signal(syscall.SIGTERM))
+	proctest.Eventually(t, 30*time.Second, "the pod starts draining", func() bool {
+		return strings.Contains(s.pod.Logs(), `"msg":"shutting down: draining in-flight requests"`)
+	})
+	// From here readiness never says 200: it answers 503, or (once the
+	// listener is closed, which Shutdown does at once) nothing at all.
+	if r, err := s.anon.Get("/readyz"); err == nil {
+		require.Equal(t, 503, r.Status, "/readyz while draining: %s", r)
+		require.Equal(t, "draining", r.Str("status"))
+	}
+
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the in-flight request got no answer")
+	}
+	require.NoError(t, a.err, "the in-flight request is answered")
+	require.Equal(t, 201, a.r.Status, "%s", a.r)
+	require.Equal(t, "SUCCEEDED", a.r.Str("status"))
+	require.Equal(t, 1, s.sim.SucceededChargesFor(t, a.r.Str("id")))
+
+	code, err := s.pod.Wait(shutdownTimeout + time.Minute)
+	require.NoError(t, err, "the pod exits")
+	require.Equal(t, 0, code, "exit status after a drain")
+	require.Contains(t, s.pod.Logs(), `"msg":"stopped"`)
+	// The request finished after the drain began, and was logged.
+	l := onlyRequestLine(t, s.pod, a.r.Header.Get("X-Request-Id"))
+	require.EqualValues(t, 201, l["status"])
+}

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	apispec "github.com/acme/paymentsvc/api"
+)
+
+// headerSpecRejects marks a request that the test sends on purpose in a
+// form api/openapi.yaml forbids (no API key, an unknown field, …): the
+// validator then requires the document to refuse it, so the document and
+// the service agree on what is invalid too. The header is not sent.
+const headerSpecRejects = "X-Test-Spec-Rejects"
+
+// strictSchemas are the response schemas validated as closed: a field the
+// service sends but the document does not describe fails the test. The
+// published document leaves them open, because clients must ignore fields
+// added later.
+var strictSchemas = []string{"Payment", "PaymentList", "Problem", "HealthStatus"}
+
+// specValidator is an http.RoundTripper that validates every request it
+// carries and every response it gets against api/openapi.yaml, with
+// kin-openapi's openapi3filter, and remembers which documented responses it
+// saw.
+type specValidator struct {
+	t      *testing.T
+	next   http.RoundTripper
+	doc    *openapi3.T
+	router routers.Router
+	opts   *openapi3filter.Options
+
+	mu   sync.Mutex
+	seen map[string]int // "METHOD /path STATUS"
+}
+
+func newSpecValidator(t *testing.T, next http.RoundTripper) *specValidator {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(apispec.OpenAPI)
+	if err != nil {
+		t.Fatalf("load api/openapi.yaml: %v", err)
+	}
+	for _, name := range strictSchemas {
+		ref, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Fatalf("api/openapi.yaml has no schema %s", name)
+		}
+		closed := false
+		ref.Value.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
+	}
+	// The document names the default address; requests go to a pod on a
+	// free port.
+	doc.Servers = nil
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("router from api/openapi.yaml: %v", err)
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &specValidator{
+		t: t, next: next, doc: doc, router: router, seen: map[string]int{},
+		opts: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+			AuthenticationFunc:    checkBearer,
+		},
+	}
+}
+
+// checkBearer is the document's security scheme as a validator sees it: an
+// Authorization: Bearer header with a token (whether the token is a known
+// key is for the service to say).
+func checkBearer(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	scheme := in.SecurityScheme
+	if scheme == nil || scheme.Type != "http" || !strings.EqualFold(scheme.Scheme, "bearer") {
+		return fmt.Errorf("unexpected security scheme %s", in.SecuritySchemeName)
+	}
+	h := in.RequestValidationInput.Request.Header.Get("Authorization")
+	if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") || strings.TrimSpace(h[7:]) == "" {
+		return errors.New("no bearer token")
+	}
+	return nil
+}
+
+// RoundTrip implements http.RoundTripper.
+func (v *specValidator) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
+	}
+	expectRejected := req.Header.Get(headerSpecRejects) != ""
+	out := req.Clone(req.Context())
+	out.Header.Del(headerSpecRejects)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	what := req.Method + " " + req.URL.RequestURI()
+
+	vreq := out.Clone(req.Context())
+	vreq.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := v.router.FindRoute(vreq)
+	if err != nil {
+		v.t.Errorf("%s: no such operation in api/openapi.yaml: %v", what, err)
+		return v.next.RoundTrip(out)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: v.opts}
+	reqErr := openapi3filter.ValidateRequest(req.Context(), in)
+	switch {
+	case reqErr != nil && !expectRejected:
+		v.t.Errorf("%s: request does not match api/openapi.yaml: %v", what, reqErr)
+	case reqErr == nil && expectRejected:
+		v.t.Errorf("%s: api/openapi.yaml accepts a request the test sends as invalid (headers %v, body %.200q)", what, out.Header, body)
+	}
+
+	resp, err := v.next.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	respBody, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	rin := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
+		Body: io.NopCloser(bytes.NewReader(respBody)), Options: v.opts,
+	}
+	if err := openapi3filter.ValidateResponse(req.Context(), rin); err != nil {
+		v.t.Errorf("%s: response %d does not match api/openapi.yaml: %v\nheaders: %v\nbody: %.500s", what, resp.StatusCode, err, resp.Header, respBody)
+	}
+	v.mu.Lock()
+	v.seen[route.Method+" "+route.Path+" "+strconv.Itoa(resp.StatusCode)]++
+	v.mu.Unlock()
+	return resp, nil
+}
+
+// wrap returns v in front of next; for opsOptions.transport.
+func (v *specValidator) wrap(next http.RoundTripper) http.RoundTripper {
+	v.next = next
+	return v
+}
+
+// requireCovered fails t unless every documented response, except those in
+// skip ("METHOD /path STATUS", or "* * STATUS" for a status of every
+// operation), was seen: a status documented but never exercised is a status
+// nobody checked.
+func (v *specValidator) requireCovered(t *testing.T, skip ...string) {
+	t.Helper()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var missing []string
+	for path, item := range v.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				key := method + " " + path + " " + status
+				if v.seen[key] > 0 || slices.Contains(skip, key) || slices.Contains(skip, "* * "+status) {
+					continue
+				}
+				missing = append(missing, key)
+			}
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("documented responses never exercised: %q", missing)
+	}
+}

@@ -1,0 +1,116 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/acme/paymentsvc/internal/db"
+)
+
+// backlogTimeout bounds the query of one scrape, so that a slow or
+// unreachable database costs /metrics at most this long.
+const backlogTimeout = time.Second
+
+// unresolvedStatuses are the statuses a payment attempt can be stuck in.
+var unresolvedStatuses = []string{"CREATED", "PENDING", "UNKNOWN"}
+
+var (
+	backlogUnresolvedDesc = prometheus.NewDesc("paymentsvc_attempts_unresolved",
+		"Payment attempts not yet final (CREATED, PENDING, UNKNOWN), from the database at scrape time.",
+		[]string{"status"}, nil)
+	backlogOldestDesc = prometheus.NewDesc("paymentsvc_attempts_oldest_unresolved_age_seconds",
+		"Age (since creation) of the oldest payment attempt in each unresolved status; 0 when there is none.",
+		[]string{"status"}, nil)
+	backlogNeedsReviewDesc = prometheus.NewDesc("paymentsvc_attempts_needs_review",
+		"Unresolved payment attempts the reconciler flagged for a human (its check schedule is spent).",
+		nil, nil)
+	backlogUpDesc = prometheus.NewDesc("paymentsvc_attempts_backlog_up",
+		"1 if the backlog gauges were read from the database at this scrape, 0 if the query failed (the gauges are then absent).",
+		nil, nil)
+)
+
+// BacklogCollector reports the unresolved payment attempts by querying the
+// database when /metrics is scraped. The values describe the table, not the
+// pod, so every pod reports the same numbers: aggregate them with max, not
+// sum. Counting at scrape time (rather than keeping gauges up to date) means
+// the numbers are right whichever process (API, webhook, reconciler) moved
+// an attempt.
+type BacklogCollector struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// NewBacklogCollector returns a collector that queries pool.
+func NewBacklogCollector(pool *pgxpool.Pool, log *slog.Logger) *BacklogCollector {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &BacklogCollector{pool: pool, log: log}
+}
+
+// Describe implements prometheus.Collector.
+func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backlogUnresolvedDesc
+	ch <- backlogOldestDesc
+	ch <- backlogNeedsReviewDesc
+	ch <- backlogUpDesc
+}
+
+// Collect implements prometheus.Collector. A failed query reports up 0 and
+// no gauges instead of failing the scrape: the rest of /metrics matters
+// most exactly when the database is in trouble.
+func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	rows, err := db.Q.AttemptBacklogByStatus(ctx, c.pool)
+	if err != nil {
+		c.log.Warn("metrics: attempt backlog query failed", "err", err)
+		ch <- prometheus.MustNewConstMetric(backlogUpDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	byStatus := make(map[string]db.AttemptBacklogByStatusRow, len(rows))
+	var needsReview int64
+	for _, r := range rows {
+		byStatus[r.Status] = r
+		needsReview += r.NeedsReview
+	}
+	for _, s := range unresolvedStatuses {
+		r := byStatus[s] // zero when none: report 0, so alerts see the series
+		ch <- prometheus.MustNewConstMetric(backlogUnresolvedDesc, prometheus.GaugeValue, float64(r.Unresolved), s)
+		ch <- prometheus.MustNewConstMetric(backlogOldestDesc, prometheus.GaugeValue, r.OldestSeconds, s)
+	}
+	ch <- prometheus.MustNewConstMetric(backlogNeedsReviewDesc, prometheus.GaugeValue, float64(needsReview))
+	ch <- prometheus.MustNewConstMetric(backlogUpDesc, prometheus.GaugeValue, 1)
+}
+
+var (
+	backlogMu  sync.Mutex
+	backlogReg *BacklogCollector
+)
+
+// RegisterBacklog registers a BacklogCollector for pool in Registry,
+// replacing one registered before (a process that serves twice, as tests
+// do), and returns a function that unregisters it.
+func RegisterBacklog(pool *pgxpool.Pool, log *slog.Logger) (unregister func()) {
+	backlogMu.Lock()
+	defer backlogMu.Unlock()
+	if backlogReg != nil {
+		Registry.Unregister(backlogReg)
+	}
+	c := NewBacklogCollector(pool, log)
+	Registry.MustRegister(c)
+	backlogReg = c
+	return func() {
+		backlogMu.Lock()
+		defer backlogMu.Unlock()
+		if backlogReg == c {
+			Registry.Unregister(c)
+			backlogReg = nil
+		}
+	}
+}
