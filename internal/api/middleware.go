@@ -60,7 +60,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 			if p := recover(); p != nil {
 				s.log.ErrorContext(ctx, "panic serving request", "request_id", id, "panic", p)
 				if !rec.wrote {
-					writeProblem(rec, http.StatusInternalServerError, apperr.New(apperr.Internal, "internal error"))
+					apperr.Write(rec, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
 			route := chi.RouteContext(ctx).RoutePattern()

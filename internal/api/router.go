@@ -44,10 +44,10 @@ func New(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, http.StatusNotFound, apperr.New(apperr.NotFound, "no such endpoint"))
+		apperr.Write(w, apperr.New(apperr.NotFound, "no such endpoint"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, http.StatusMethodNotAllowed, apperr.New(apperr.MethodNotAllowed, "method not allowed on this endpoint"))
+		apperr.Write(w, apperr.New(apperr.MethodNotAllowed, "method not allowed on this endpoint"))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -1,6 +1,7 @@
 // Package apperr is the one application error type: a code that clients can
 // rely on, a detail that is safe to show them, and the few extra fields some
-// codes carry. internal/api maps codes to HTTP statuses in one place.
+// codes carry; and, in http.go, the one map from codes to HTTP statuses and
+// the problem+json writer that the API and the webhook endpoint share.
 package apperr
 
 import (
@@ -14,6 +15,7 @@ type Code string
 // The codes of the API.
 const (
 	Unauthorized          Code = "unauthorized"
+	InvalidSignature      Code = "invalid_signature"
 	InvalidRequest        Code = "invalid_request"
 	UnsupportedMediaType  Code = "unsupported_media_type"
 	PayloadTooLarge       Code = "payload_too_large"

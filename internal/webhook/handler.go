@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
@@ -62,29 +63,29 @@ func NewHandler(pool *pgxpool.Pool, secrets []string, log *slog.Logger) *Handler
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.refuse(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "use POST", "bad_request")
+		h.refuse(w, apperr.New(apperr.MethodNotAllowed, "use POST"), "bad_request")
 		return
 	}
 	body, err := readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			h.refuse(w, http.StatusRequestEntityTooLarge, codePayloadTooLarge, "body larger than 256 KiB", "bad_request")
+			h.refuse(w, apperr.New(apperr.PayloadTooLarge, "body larger than 256 KiB"), "bad_request")
 			return
 		}
-		h.refuse(w, http.StatusBadRequest, codeInvalidRequest, "could not read the body", "bad_request")
+		h.refuse(w, apperr.New(apperr.InvalidRequest, "could not read the body"), "bad_request")
 		return
 	}
 	if err := Verify(r.Header.Get(HeaderSignature), body, h.secrets, h.now(), Tolerance); err != nil {
 		// The error names the reason only: never the header or a secret.
 		h.log.Warn("webhook refused", "reason", err.Error(), "remote_addr", r.RemoteAddr)
-		h.refuse(w, http.StatusUnauthorized, codeInvalidSignature, err.Error(), "bad_signature")
+		h.refuse(w, apperr.New(apperr.InvalidSignature, "%s", err.Error()), "bad_signature")
 		return
 	}
 	ev, err := parseEvent(body)
 	if err != nil {
 		h.log.Warn("webhook refused", "reason", err.Error())
-		h.refuse(w, http.StatusBadRequest, codeInvalidRequest, err.Error(), "bad_request")
+		h.refuse(w, apperr.New(apperr.InvalidRequest, "%s", err.Error()), "bad_request")
 		return
 	}
 	res, err := h.record(r.Context(), ev, body)
@@ -92,7 +93,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Error("webhook not recorded", "event_id", ev.ID, "type", ev.Type, "err", err)
 		metrics.WebhookOutcomes.WithLabelValues("error").Inc()
 		// 5xx: the provider retries, and the event id keeps the retry safe.
-		writeProblem(w, http.StatusInternalServerError, codeInternal, "the event could not be recorded; retry")
+		apperr.Write(w, apperr.New(apperr.Internal, "the event could not be recorded; retry"))
 		return
 	}
 	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
@@ -127,9 +128,9 @@ func (h *Handler) now() time.Time {
 }
 
 // refuse answers a request that was not applied and counts it.
-func (h *Handler) refuse(w http.ResponseWriter, status int, code, detail, outcome string) {
+func (h *Handler) refuse(w http.ResponseWriter, e *apperr.Error, outcome string) {
 	metrics.WebhookOutcomes.WithLabelValues(outcome).Inc()
-	writeProblem(w, status, code, detail)
+	apperr.Write(w, e)
 }
 
 // readBody reads at most MaxBodyBytes; beyond that it returns *http.MaxBytesError.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 )
 
@@ -56,7 +57,7 @@ func TestSignatureOverHTTP(t *testing.T) {
 				eq(t, b.get(a.ID).Status, attempts.Succeeded, "status")
 				return
 			}
-			expectProblem(t, r, http.StatusUnauthorized, codeInvalidSignature)
+			expectProblem(t, r, http.StatusUnauthorized, string(apperr.InvalidSignature))
 			eq(t, b.webhookEvents(ev.ID), 0, "webhook rows")
 			eq(t, b.get(a.ID).Status, attempts.Pending, "status")
 			eq(t, b.allAudits(a.ID), 2, "audit rows (CREATED, PENDING)")
@@ -77,15 +78,15 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"malformed JSON", `{"id":"evt_x","type":`, http.StatusBadRequest, codeInvalidRequest},
-		{"not an object", `["evt_x"]`, http.StatusBadRequest, codeInvalidRequest},
-		{"trailing garbage", string(valid.body(t)) + "x", http.StatusBadRequest, codeInvalidRequest},
-		{"unknown type", strings.Replace(string(valid.body(t)), EventChargeSucceeded, "charge.disputed", 1), http.StatusBadRequest, codeInvalidRequest},
-		{"missing id", strings.Replace(string(valid.body(t)), `"id":"`+valid.ID+`"`, `"id":""`, 1), http.StatusBadRequest, codeInvalidRequest},
-		{"missing charge", noCharge, http.StatusBadRequest, codeInvalidRequest},
-		{"missing charge id", strings.Replace(string(valid.body(t)), `"id":"`+chargeID+`"`, `"id":""`, 1), http.StatusBadRequest, codeInvalidRequest},
-		{"amount of the wrong type", strings.Replace(string(valid.body(t)), `"amount":500`, `"amount":"500"`, 1), http.StatusBadRequest, codeInvalidRequest},
-		{"larger than 256 KiB", `{"id":"evt_big","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, codePayloadTooLarge},
+		{"malformed JSON", `{"id":"evt_x","type":`, http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"not an object", `["evt_x"]`, http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"trailing garbage", string(valid.body(t)) + "x", http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"unknown type", strings.Replace(string(valid.body(t)), EventChargeSucceeded, "charge.disputed", 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"missing id", strings.Replace(string(valid.body(t)), `"id":"`+valid.ID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"missing charge", noCharge, http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"missing charge id", strings.Replace(string(valid.body(t)), `"id":"`+chargeID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"amount of the wrong type", strings.Replace(string(valid.body(t)), `"amount":500`, `"amount":"500"`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"larger than 256 KiB", `{"id":"evt_big","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, string(apperr.PayloadTooLarge)},
 	}
 	// The group returns when its parallel subtests are done, so the checks
 	// below see everything they did.
@@ -100,7 +101,7 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 		}
 		t.Run("unsigned junk is refused before it is parsed", func(t *testing.T) {
 			t.Parallel()
-			expectProblem(t, b.post([]byte(`{`), ""), http.StatusUnauthorized, codeInvalidSignature)
+			expectProblem(t, b.post([]byte(`{`), ""), http.StatusUnauthorized, string(apperr.InvalidSignature))
 		})
 		t.Run("larger than 256 KiB without a Content-Length", func(t *testing.T) {
 			t.Parallel()
@@ -116,7 +117,7 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 			noErr(t, err, "read body")
 			eq(t, req.ContentLength, int64(0), "request content length (unknown)")
 			expectProblem(t, reply{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: raw},
-				http.StatusRequestEntityTooLarge, codePayloadTooLarge)
+				http.StatusRequestEntityTooLarge, string(apperr.PayloadTooLarge))
 		})
 		t.Run("GET", func(t *testing.T) {
 			t.Parallel()

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/testdb"
@@ -274,9 +275,9 @@ func expectProblem(t *testing.T, r reply, status int, code string) {
 	t.Helper()
 	eq(t, r.status, status, "status (body %s)", r.body)
 	eq(t, r.contentType, "application/problem+json", "content type")
-	var p problem
+	var p apperr.Problem
 	noErr(t, json.Unmarshal(r.body, &p), "decode problem")
-	eq(t, p, problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: p.Detail, Code: code}, "problem")
+	eq(t, p, apperr.Problem{Type: "https://paymentsvc.example/problems/" + code, Title: http.StatusText(status), Status: status, Detail: p.Detail, Code: code}, "problem")
 	if p.Detail == "" {
 		t.Errorf("problem has no detail")
 	}
