@@ -24,13 +24,13 @@ import (
 // bundle is one test's API in front of a fresh database and an in-process
 // provider simulator, with two tenants.
 type bundle struct {
-	t    *testing.T
+	t    testing.TB
 	pool *pgxpool.Pool
 	url  string
 	a, b tenants.Created
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	d := testdb.New(t)
 	log := slog.New(slog.DiscardHandler)
