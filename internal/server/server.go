@@ -73,7 +73,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer pool.Close()
 	defer metrics.RegisterBacklog(pool, log)()
 
-	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, &http.Client{}), provider.Config{
+	// Enough idle connections that concurrent payments reuse them instead of
+	// opening one per call; every call has its own timeout in the wrapper.
+	providerHTTP := &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 64,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 5 * time.Second,
+	}}
+	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, providerHTTP), provider.Config{
 		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget,
 		BreakerFailures: uint32(cfg.BreakerFailures), BreakerCooldown: cfg.BreakerCooldown,
 	}, log)
@@ -91,7 +97,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: a create may legitimately take the whole retry budget.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
