@@ -140,6 +140,8 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		podEnv: []string{
 			"PROVIDER_API_KEY=" + providerKey,
 			"PROVIDER_CALL_TIMEOUT=2s", "PROVIDER_RETRY_BUDGET=1s", "IDEMPOTENCY_LOCK_TTL=10s",
+			// The breaker must not open during the injected 500s: this test is about logs.
+			"PROVIDER_BREAKER_FAILURES=1000",
 		},
 		// With the server's trust authentication the password is not
 		// checked, but it is in the URL the pod is given (userinfo and query).
