@@ -11,6 +11,9 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 )
 
+// breakerTrialCalls is how many calls a half-open breaker lets through.
+const breakerTrialCalls = 1
+
 // newBreaker is the one breaker of a provider: it opens after
 // cfg.BreakerFailures consecutive failed calls, stays open for
 // cfg.BreakerCooldown, then lets one trial call through. It is two-step so
@@ -20,7 +23,7 @@ func newBreaker(name string, cfg Config, log *slog.Logger) *gobreaker.TwoStepCir
 	gauge.Set(breakerGaugeValue(gobreaker.StateClosed))
 	return gobreaker.NewTwoStepCircuitBreaker(gobreaker.Settings{
 		Name:        name,
-		MaxRequests: 1,
+		MaxRequests: breakerTrialCalls,
 		Timeout:     cfg.BreakerCooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
 			return c.ConsecutiveFailures >= cfg.BreakerFailures

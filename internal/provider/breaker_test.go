@@ -63,7 +63,9 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 	go func() { trial <- r.CreateCharge(t.Context(), chargeReq("k-trial")) }()
 	waitFor(t, entered, 5*time.Second)
 
-	// While the trial is in flight, nothing else gets through.
+	// While the trial is in flight, nothing else gets through, and the API
+	// is told so before it commits anything.
+	require.True(t, r.BreakerOpen())
 	res = r.CreateCharge(t.Context(), chargeReq("k-second"))
 	require.Equal(t, NotSent, res.Outcome)
 	require.ErrorIs(t, res.Err, ErrUnavailable)

@@ -83,10 +83,20 @@ func NewResilient(inner Caller, cfg Config, log *slog.Logger) *Resilient {
 // Name is the inner provider's name.
 func (r *Resilient) Name() string { return r.inner.Name() }
 
-// BreakerOpen reports whether the breaker is open, so a call now would be
-// refused without reaching the provider. In half-open state it is false even
-// while the one trial call is in flight; a call then returns NotSent.
-func (r *Resilient) BreakerOpen() bool { return r.cb.State() == gobreaker.StateOpen }
+// BreakerOpen reports whether a call now would be refused without reaching
+// the provider: the breaker is open, or half-open with its one trial call
+// already taken. The API checks it before committing PENDING, so a refused
+// payment stays CREATED. (A trial taken between this check and the call
+// still makes that call return NotSent.)
+func (r *Resilient) BreakerOpen() bool {
+	switch r.cb.State() {
+	case gobreaker.StateOpen:
+		return true
+	case gobreaker.StateHalfOpen:
+		return r.cb.Counts().Requests >= breakerTrialCalls
+	}
+	return false
+}
 
 // CreateCharge charges, retrying under the same idempotency key (the provider
 // deduplicates it, so a retry never charges twice).
