@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
@@ -59,7 +60,7 @@ func TestRequestLogLines(t *testing.T) {
 		with("log-create-1", map[string]string{"Idempotency-Key": "log-1", "Content-Type": "application/json"})))
 	require.Equal(t, 201, r.Status, "%s", r)
 	require.Equal(t, "log-create-1", r.Header.Get("X-Request-Id"))
-	id := r.Str("id")
+	id, chargeID := r.Str("id"), r.Str("provider_charge_id")
 	l := onlyRequestLine(t, s.pod, "log-create-1")
 	requireRequestLine(t, l, http.MethodPost, "/v1/payments", 201)
 	require.Equal(t, s.tenant.ID, l.str("tenant_id"), "%v", l)
@@ -93,6 +94,14 @@ func TestRequestLogLines(t *testing.T) {
 	r = s.postWebhook(t, "", []byte(`{}`), map[string]string{"X-Request-Id": "log-hook-1"})
 	require.Equal(t, 401, r.Status)
 	requireRequestLine(t, onlyRequestLine(t, s.pod, "log-hook-1"), http.MethodPost, "/v1/webhooks/sim", 401)
+	// An applied webhook names its payment on its request line.
+	charge := providersim.Charge{ID: chargeID, Amount: 500, Currency: "USD", Status: providersim.StatusSucceeded,
+		Reference: id, IdempotencyKey: attempts.ProviderKey(id), Created: time.Now().Unix()}
+	r = s.postWebhook(t, s.secret, opsEvent("evt_log_1", providersim.EventChargeSucceeded, charge), map[string]string{"X-Request-Id": "log-hook-2"})
+	require.Equal(t, 200, r.Status, "%s", r)
+	l = onlyRequestLine(t, s.pod, "log-hook-2")
+	requireRequestLine(t, l, http.MethodPost, "/v1/webhooks/sim", 200)
+	require.Equal(t, id, l.str("payment_id"), "%v", l)
 	r = opsOK(t)(s.anon.Do(http.MethodGet, "/nowhere", nil, with("log-404-1", nil)))
 	require.Equal(t, 404, r.Status)
 	requireRequestLine(t, onlyRequestLine(t, s.pod, "log-404-1"), http.MethodGet, "unmatched", 404)

@@ -13,33 +13,10 @@ import (
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/ids"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
-type ctxKey int
-
-const (
-	keyRequestID ctxKey = iota
-	keyLogFields
-)
-
-// logFields collects what handlers learn (tenant, payment) for the request's log line.
-type logFields struct {
-	tenantID  string
-	paymentID string
-}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(keyRequestID).(string)
-	return id
-}
-
-func fieldsOf(ctx context.Context) *logFields {
-	f, _ := ctx.Value(keyLogFields).(*logFields)
-	if f == nil {
-		return &logFields{}
-	}
-	return f
-}
+func requestID(ctx context.Context) string { return reqlog.From(ctx).RequestID }
 
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
 
@@ -53,8 +30,8 @@ func (s *server) observe(next http.Handler) http.Handler {
 			id = ids.New("req_", 12)
 		}
 		w.Header().Set("X-Request-Id", id)
-		fields := &logFields{}
-		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyLogFields, fields)
+		fields := &reqlog.Fields{RequestID: id}
+		ctx := reqlog.With(r.Context(), fields)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
@@ -75,11 +52,11 @@ func (s *server) observe(next http.Handler) http.Handler {
 				slog.String("path", r.URL.Path), slog.Int("status", rec.status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			}
-			if fields.tenantID != "" {
-				attrs = append(attrs, slog.String("tenant_id", fields.tenantID))
+			if fields.TenantID != "" {
+				attrs = append(attrs, slog.String("tenant_id", fields.TenantID))
 			}
-			if fields.paymentID != "" {
-				attrs = append(attrs, slog.String("payment_id", fields.paymentID))
+			if fields.PaymentID != "" {
+				attrs = append(attrs, slog.String("payment_id", fields.PaymentID))
 			}
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		}()

@@ -10,6 +10,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
 // createRoute is the route the idempotency fingerprint names.
@@ -50,7 +51,7 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	fieldsOf(r.Context()).paymentID = reply.PaymentID
+	reqlog.From(r.Context()).PaymentID = reply.PaymentID
 	if reply.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
@@ -62,7 +63,7 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	id := chi.URLParam(r, "id")
-	fieldsOf(r.Context()).paymentID = id
+	reqlog.From(r.Context()).PaymentID = id
 	a, err := attempts.GetForTenant(r.Context(), s.Pool, t.ID, id)
 	if errors.Is(err, attempts.ErrNotFound) {
 		s.writeError(w, r, apperr.New(apperr.PaymentNotFound, "no payment %q", id))

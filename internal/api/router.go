@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/reqlog"
 	"github.com/acme/paymentsvc/internal/tenants"
 )
 
@@ -105,7 +106,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		fieldsOf(r.Context()).tenantID = t.ID
+		reqlog.From(r.Context()).TenantID = t.ID
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, t)))
 	})
 }

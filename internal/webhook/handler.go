@@ -16,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
 // Route is the pattern to mount a Handler at.
@@ -97,10 +98,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
+	reqlog.From(r.Context()).PaymentID = res.attemptID
 	if res.moved != "" {
 		metrics.AttemptTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
 	}
-	h.log.Info("webhook received", "event_id", ev.ID, "type", ev.Type,
+	h.log.Info("webhook received", "request_id", reqlog.From(r.Context()).RequestID, "event_id", ev.ID, "type", ev.Type,
 		"charge_id", ev.Data.Charge.ID, "payment_id", res.attemptID, "outcome", res.outcome)
 	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
 }
