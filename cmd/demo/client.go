@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/childproc"
 )
 
 // payment is a POST /v1/payments body.
@@ -28,7 +30,7 @@ func visa(order string, amount int64) payment {
 // pod is one paymentsvc process as the checkout client sees it.
 type pod struct {
 	name string // "A" or "B"
-	*proc
+	*childproc.Proc
 }
 
 // answer is one response of paymentsvc, reduced to what the demo prints.
@@ -64,7 +66,7 @@ func (c *client) pay(ctx context.Context, p pod, key string, body payment, timeo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url()+"/v1/payments", bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/v1/payments", bytes.NewReader(raw))
 	if err != nil {
 		return answer{}, err
 	}
@@ -118,7 +120,7 @@ func (c *client) paymentsOf(ctx context.Context, p pod, order string) ([]listedP
 	var out struct {
 		Data []listedPayment `json:"data"`
 	}
-	err := getJSON(ctx, p.url()+"/v1/payments?order_id="+url.QueryEscape(order), c.apiKey, &out)
+	err := getJSON(ctx, p.URL()+"/v1/payments?order_id="+url.QueryEscape(order), c.apiKey, &out)
 	return out.Data, err
 }
 
@@ -173,7 +175,7 @@ func doJSON(req *http.Request, out any) error {
 }
 
 // simulator is providersim's control API.
-type simulator struct{ *proc }
+type simulator struct{ *childproc.Proc }
 
 // simCharge is a charge as GET /_sim/charges lists it.
 type simCharge struct {
@@ -184,7 +186,7 @@ type simCharge struct {
 
 func (s simulator) setFaults(ctx context.Context, latencyMS int) error {
 	body, _ := json.Marshal(map[string]any{"latency_ms": latencyMS})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.url()+"/_sim/faults", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.URL()+"/_sim/faults", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func (s simulator) setFaults(ctx context.Context, latencyMS int) error {
 }
 
 func (s simulator) clearFaults(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.url()+"/_sim/faults", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.URL()+"/_sim/faults", nil)
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func (s simulator) charges(ctx context.Context) ([]simCharge, error) {
 	var out struct {
 		Data []simCharge `json:"data"`
 	}
-	err := getJSON(ctx, s.url()+"/_sim/charges", "", &out)
+	err := getJSON(ctx, s.URL()+"/_sim/charges", "", &out)
 	return out.Data, err
 }
 
@@ -212,6 +214,6 @@ func (s simulator) chargeCalls(ctx context.Context) (int64, error) {
 	var st struct {
 		ChargeCalls int64 `json:"charge_calls"`
 	}
-	err := getJSON(ctx, s.url()+"/_sim/stats", "", &st)
+	err := getJSON(ctx, s.URL()+"/_sim/stats", "", &st)
 	return st.ChargeCalls, err
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acme/paymentsvc/internal/childproc"
 )
 
 // Config is what the demo needs from its environment.
@@ -46,7 +48,7 @@ type Demo struct {
 	dbName string
 	dbURL  string
 
-	procs      []*proc // everything started, for Close
+	procs      []*childproc.Proc // everything started, for Close
 	sim        simulator
 	podA, podB pod
 	client     *client
@@ -74,7 +76,7 @@ func (d *Demo) Run(ctx context.Context) error {
 // the database) and drops the demo's database.
 func (d *Demo) Close() error {
 	for i := len(d.procs) - 1; i >= 0; i-- {
-		d.procs[i].stop()
+		d.procs[i].Stop(10 * time.Second)
 	}
 	d.procs = nil
 	if d.dbName == "" {
@@ -117,7 +119,7 @@ func (d *Demo) start(ctx context.Context) error {
 	}
 	d.client = &client{apiKey: key}
 	fmt.Fprintf(d.out, "providersim on %s; pod A on %s, pod B on %s; database %s\n",
-		d.sim.addr, d.podA.addr, d.podB.addr, d.dbName)
+		d.sim.Addr(), d.podA.Addr(), d.podB.Addr(), d.dbName)
 	return nil
 }
 
@@ -147,8 +149,8 @@ func (d *Demo) createDatabase(ctx context.Context) error {
 	return nil
 }
 
-func (d *Demo) startProc(ctx context.Context, name, bin string, args, env []string) (*proc, error) {
-	p, err := startProc(ctx, name, filepath.Join(d.cfg.BinDir, bin), args, env)
+func (d *Demo) startProc(ctx context.Context, name, bin string, args, env []string) (*childproc.Proc, error) {
+	p, err := childproc.Start(ctx, name, filepath.Join(d.cfg.BinDir, bin), args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -161,19 +163,19 @@ func (d *Demo) startPod(ctx context.Context, name string, extra ...string) (pod,
 	env := append([]string{
 		"HTTP_ADDR=127.0.0.1:0",
 		"DATABASE_URL=" + d.dbURL,
-		"PROVIDER_URL=" + d.sim.url(),
+		"PROVIDER_URL=" + d.sim.URL(),
 	}, podTimings...)
 	p, err := d.startProc(ctx, "pod "+name, "paymentsvc", []string{"serve"}, append(env, extra...))
 	if err != nil {
 		return pod{}, err
 	}
-	return pod{name: name, proc: p}, nil
+	return pod{name: name, Proc: p}, nil
 }
 
 // createTenant runs `paymentsvc tenant create` and returns the API key.
 func (d *Demo) createTenant(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(d.cfg.BinDir, "paymentsvc"), "tenant", "create", "--name", "demo-shop")
-	cmd.Env = append(childEnv(), "DATABASE_URL="+d.dbURL)
+	cmd.Env = append(childproc.Env(), "DATABASE_URL="+d.dbURL)
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError

@@ -110,12 +110,12 @@ func (d *Demo) keyReused(ctx context.Context) error {
 // the provider answers with the charge it already made.
 func (d *Demo) crashAfterCharge(ctx context.Context) error {
 	fmt.Fprintln(d.out, "\n== 4. pod crashes after the provider charged, before saving")
-	d.podA.stop()
+	d.podA.Stop(10 * time.Second)
 	var err error
 	if d.podA, err = d.startPod(ctx, "A", "PAYMENTSVC_FAILPOINT=after_provider_call"); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  pod A restarted with PAYMENTSVC_FAILPOINT=after_provider_call (on %s)\n", d.podA.addr)
+	fmt.Fprintf(d.out, "  pod A restarted with PAYMENTSVC_FAILPOINT=after_provider_call (on %s)\n", d.podA.Addr())
 	before, err := d.sim.charges(ctx)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (d *Demo) crashAfterCharge(ctx context.Context) error {
 	} else {
 		fmt.Fprintf(d.out, "attempt 1 -> %s (expected pod A to crash)\n", a)
 	}
-	code, err := d.podA.wait(ctx, 30*time.Second)
+	code, err := d.podA.Wait(30 * time.Second)
 	if err != nil {
 		return err
 	}
