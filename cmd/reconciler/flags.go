@@ -2,35 +2,18 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/envflag"
-	"github.com/acme/paymentsvc/internal/payments"
-	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	sharedsettings "github.com/acme/paymentsvc/internal/settings"
 )
-
-// Defaults of the settings shared with paymentsvc (CONTRACT.md §2).
-const (
-	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/payments?sslmode=disable"
-	defaultProviderURL = "http://127.0.0.1:9300"
-	defaultAPIKey      = "sk_sim"
-)
-
-// secretEnvs are settings whose values -h must not print: envflag takes
-// defaults from the environment, where they hold real credentials.
-var secretEnvs = []string{"DATABASE_URL", "PROVIDER_API_KEY"}
 
 // settings is one command's configuration.
 type settings struct {
-	databaseURL, providerURL, apiKey *string
-	lockTTL, keyTTL                  *time.Duration
-	callTimeout, retryBudget         *time.Duration
-	breakerFailures                  *int
-	breakerCooldown                  *time.Duration
+	shared func() sharedsettings.Shared // read after parsing
 
 	// run
 	minAge    *time.Duration
@@ -54,17 +37,8 @@ func newFlags(cmd string, getenv func(string) (string, bool)) (*envflag.Set, *se
 		return getenv(name)
 	}
 	set := envflag.NewWithLookup("reconciler "+cmd, lookup)
-	s := &settings{
-		databaseURL:     set.String("DATABASE_URL", defaultDatabaseURL, "PostgreSQL URL of the payments database (never created by the reconciler)"),
-		providerURL:     set.String("PROVIDER_URL", defaultProviderURL, "base URL of the payment provider"),
-		apiKey:          set.String("PROVIDER_API_KEY", defaultAPIKey, "API key sent to the provider as Authorization: Bearer"),
-		lockTTL:         set.Duration("IDEMPOTENCY_LOCK_TTL", reconcile.DefaultLockTTL, "how long an in-progress key stays locked to its owner"),
-		keyTTL:          set.Duration("IDEMPOTENCY_KEY_TTL", reconcile.DefaultKeyTTL, "how long a key and its stored response are kept"),
-		callTimeout:     set.Duration("PROVIDER_CALL_TIMEOUT", provider.DefaultCallTimeout, "one HTTP call to the provider"),
-		retryBudget:     set.Duration("PROVIDER_RETRY_BUDGET", provider.DefaultRetryBudget, "total time spent retrying one provider call"),
-		breakerFailures: set.Int("PROVIDER_BREAKER_FAILURES", provider.DefaultBreakerFailures, "consecutive failed provider calls that open the breaker"),
-		breakerCooldown: set.Duration("PROVIDER_BREAKER_COOLDOWN", provider.DefaultBreakerCooldown, "how long the breaker stays open"),
-	}
+	set.SetUsageHeader(commandsUsage + fmt.Sprintf("\nFlags of %q:", cmd))
+	s := &settings{shared: sharedsettings.Register(set, "PostgreSQL URL of the payments database (never created by the reconciler)")}
 	switch cmd {
 	case "run":
 		s.minAge = set.Duration("MIN_AGE", reconcile.DefaultMinAge, "act only on attempts unchanged for this long [env RECONCILER_MIN_AGE wins]")
@@ -72,7 +46,6 @@ func newFlags(cmd string, getenv func(string) (string, bool)) (*envflag.Set, *se
 	case "settle":
 		s.day = set.FlagSet().String("day", "", "the UTC day to settle, YYYY-MM-DD (required)")
 	}
-	set.FlagSet().Usage = func() { printUsage(set.FlagSet(), cmd) }
 	return set, s
 }
 
@@ -85,8 +58,8 @@ func (s *settings) check() error {
 	if s.batchSize != nil && (*s.batchSize < 1 || *s.batchSize > reconcile.MaxBatchSize) {
 		errs = append(errs, fmt.Errorf("--batch-size %d not in [1, %d]", *s.batchSize, reconcile.MaxBatchSize))
 	}
-	if *s.breakerFailures < 1 {
-		errs = append(errs, fmt.Errorf("PROVIDER_BREAKER_FAILURES %d is not positive", *s.breakerFailures))
+	if n := s.shared().BreakerFailures; n < 1 {
+		errs = append(errs, fmt.Errorf("PROVIDER_BREAKER_FAILURES %d is not positive", n))
 	}
 	if s.day != nil {
 		if *s.day == "" {
@@ -99,12 +72,7 @@ func (s *settings) check() error {
 }
 
 func (s *settings) config() reconcile.Config {
-	c := reconcile.Config{
-		Payments: payments.Config{
-			LockTTL: *s.lockTTL, KeyTTL: *s.keyTTL, CallTimeout: *s.callTimeout,
-			RetryBudget: *s.retryBudget, BreakerCooldown: *s.breakerCooldown,
-		},
-	}
+	c := reconcile.Config{Payments: s.shared().Payments()}
 	if s.minAge != nil {
 		c.MinAge = *s.minAge
 	}
@@ -113,13 +81,6 @@ func (s *settings) config() reconcile.Config {
 		c.Workers = min(reconcile.DefaultWorkers, c.BatchSize)
 	}
 	return c
-}
-
-func (s *settings) providerConfig() provider.Config {
-	return provider.Config{
-		CallTimeout: *s.callTimeout, RetryBudget: *s.retryBudget,
-		BreakerFailures: uint32(*s.breakerFailures), BreakerCooldown: *s.breakerCooldown,
-	}
 }
 
 const commandsUsage = `Usage: reconciler [run|settle|gc] [flags]
@@ -142,29 +103,6 @@ unreachable, invalid configuration), 2 bad usage.
 Run "reconciler COMMAND -h" for a command's flags. Every flag can also be set
 by the environment variable named after it (--database-url ⇔ DATABASE_URL).
 `
-
-// printUsage prints the commands and cmd's flags like flag.PrintDefaults,
-// except that the defaults of secret settings are hidden.
-func printUsage(fs *flag.FlagSet, cmd string) {
-	out := fs.Output()
-	fmt.Fprint(out, commandsUsage)
-	fmt.Fprintf(out, "\nFlags of %q:\n", cmd)
-	secret := map[string]bool{}
-	for _, env := range secretEnvs {
-		secret[envflag.FlagName(env)] = true
-	}
-	fs.VisitAll(func(f *flag.Flag) {
-		def := fmt.Sprintf(" (default %q)", f.DefValue)
-		switch {
-		case secret[f.Name]:
-			def = " (default hidden)"
-		case f.DefValue == "" || f.DefValue == "0s":
-			def = ""
-		}
-		kind, text := flag.UnquoteUsage(f)
-		fmt.Fprintf(out, "  --%s %s\n    \t%s%s\n", f.Name, kind, text, def)
-	})
-}
 
 // topUsage answers "reconciler -h" and an unknown command.
 func topUsage(w io.Writer, getenv func(string) (string, bool)) {

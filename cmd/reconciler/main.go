@@ -71,15 +71,16 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 1
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	pool, err := db.Open(cctx, *s.databaseURL)
+	shared := s.shared()
+	pool, err := db.Open(cctx, shared.DatabaseURL)
 	cancel()
 	if err != nil {
-		log.Error("database unreachable", "database", db.Redact(*s.databaseURL), "err", err)
+		log.Error("database unreachable", "database", db.Redact(shared.DatabaseURL), "err", err)
 		return 1
 	}
 	defer pool.Close()
-	sim := provider.NewSim(*s.providerURL, *s.apiKey, &http.Client{})
-	r, err := reconcile.New(pool, provider.NewResilient(sim, s.providerConfig(), log), cfg)
+	sim := provider.NewSim(shared.ProviderURL, shared.ProviderAPIKey, &http.Client{})
+	r, err := reconcile.New(pool, provider.NewResilient(sim, shared.Provider(), log), cfg)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1

@@ -29,6 +29,13 @@ type Provider interface {
 	BreakerOpen() bool
 }
 
+// Contract defaults of the idempotency timings (CONTRACT.md §2); the
+// provider's are provider.Default*.
+const (
+	DefaultLockTTL = 30 * time.Second
+	DefaultKeyTTL  = 48 * time.Hour
+)
+
 // Config holds the timing settings of the create path.
 type Config struct {
 	LockTTL         time.Duration
@@ -36,6 +43,26 @@ type Config struct {
 	CallTimeout     time.Duration
 	RetryBudget     time.Duration
 	BreakerCooldown time.Duration
+}
+
+// WithDefaults fills zero fields with the contract's defaults.
+func (c Config) WithDefaults() Config {
+	if c.LockTTL == 0 {
+		c.LockTTL = DefaultLockTTL
+	}
+	if c.KeyTTL == 0 {
+		c.KeyTTL = DefaultKeyTTL
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = provider.DefaultCallTimeout
+	}
+	if c.RetryBudget == 0 {
+		c.RetryBudget = provider.DefaultRetryBudget
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = provider.DefaultBreakerCooldown
+	}
+	return c
 }
 
 // Validate refuses settings under which a lock could expire while its owner

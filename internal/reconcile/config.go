@@ -24,16 +24,6 @@ const (
 	MaxBatchSize = 1000
 )
 
-// Contract defaults of the payment timing settings (CONTRACT.md §2), used
-// for zero fields of Config.Payments.
-const (
-	DefaultLockTTL         = 30 * time.Second
-	DefaultKeyTTL          = 48 * time.Hour
-	DefaultCallTimeout     = 3 * time.Second
-	DefaultRetryBudget     = 8 * time.Second
-	DefaultBreakerCooldown = 10 * time.Second
-)
-
 // DefaultSchedule is the wait before each further check of an attempt that a
 // check left unresolved: after the first check 2m, after the second 10m, and
 // so on. Once it is spent the attempt needs review and is checked daily.
@@ -72,22 +62,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	p := &c.Payments
-	if p.LockTTL == 0 {
-		p.LockTTL = DefaultLockTTL
-	}
-	if p.KeyTTL == 0 {
-		p.KeyTTL = DefaultKeyTTL
-	}
-	if p.CallTimeout == 0 {
-		p.CallTimeout = DefaultCallTimeout
-	}
-	if p.RetryBudget == 0 {
-		p.RetryBudget = DefaultRetryBudget
-	}
-	if p.BreakerCooldown == 0 {
-		p.BreakerCooldown = DefaultBreakerCooldown
-	}
+	c.Payments = c.Payments.WithDefaults()
 	if c.MinAge == 0 {
 		c.MinAge = DefaultMinAge
 	}

@@ -26,14 +26,11 @@ import (
 
 // Validate refuses configurations the service cannot run safely with.
 func (c Config) Validate() error {
-	if err := c.Payments().Validate(); err != nil {
+	if err := c.Shared.Validate(); err != nil {
 		return err
 	}
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
-	}
-	if c.BreakerFailures < 1 || c.BreakerCooldown <= 0 {
-		return errors.New("PROVIDER_BREAKER_FAILURES must be at least 1 and PROVIDER_BREAKER_COOLDOWN positive")
 	}
 	return nil
 }
@@ -79,10 +76,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 64,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 5 * time.Second,
 	}}
-	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, providerHTTP), provider.Config{
-		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget,
-		BreakerFailures: uint32(cfg.BreakerFailures), BreakerCooldown: cfg.BreakerCooldown,
-	}, log)
+	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, providerHTTP), cfg.Provider(), log)
 	svc, err := payments.NewService(pool, prov, cfg.Payments(), log)
 	if err != nil {
 		return err
