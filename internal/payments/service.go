@@ -249,22 +249,15 @@ func unknownReason(err error) string {
 // lock still holds, so a stalled owner whose key was taken over calls nothing.
 func (s *Service) markCalling(ctx context.Context, lock idempotency.Lock, a attempts.Attempt) error {
 	var applied bool
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := idempotency.Hold(ctx, tx, lock)
-		if err != nil {
-			return err
-		}
-		if !held {
-			return errLostLock
-		}
+	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		if a.Status != attempts.Created {
 			return attempts.Touch(ctx, tx, a.ID)
 		}
-		var now attempts.Attempt
-		now, applied, err = attempts.Transition(ctx, tx, attempts.Change{
+		now, ok, err := attempts.Transition(ctx, tx, attempts.Change{
 			ID: a.ID, To: attempts.Pending, Source: attempts.SourceAPI, Reason: "calling provider",
 		})
-		if err == nil && !applied && now.Status != attempts.Pending {
+		applied = ok
+		if err == nil && !ok && now.Status != attempts.Pending {
 			return errLostLock // moved on without us: never call the provider for it
 		}
 		return err
@@ -294,6 +287,22 @@ func (s *Service) unavailable(ctx context.Context, lock idempotency.Lock) (Reply
 
 var errLostLock = errors.New("idempotency lock lost")
 
+// underLock runs fn in a transaction that first holds the key row under
+// lock, so nothing fn writes commits unless this request still owns the key;
+// errLostLock if it does not.
+func (s *Service) underLock(ctx context.Context, lock idempotency.Lock, fn func(tx pgx.Tx) error) error {
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := idempotency.Hold(ctx, tx, lock)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return errLostLock
+		}
+		return fn(tx)
+	})
+}
+
 // finish applies c and settles the key in one transaction, only while lock
 // still holds: a final status stores the key's response; an unresolved one
 // unlocks the key so that a retry resumes it. Whatever the transition finds
@@ -304,16 +313,9 @@ func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.
 		reply   Reply
 		applied bool
 	)
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := idempotency.Hold(ctx, tx, lock)
-		if err != nil {
-			return err
-		}
-		if !held {
-			return errLostLock
-		}
-		var a attempts.Attempt
-		a, applied, err = attempts.Transition(ctx, tx, c)
+	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
+		a, ok, err := attempts.Transition(ctx, tx, c)
+		applied = ok
 		if err != nil {
 			return err
 		}
