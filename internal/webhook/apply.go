@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 // Provider is the provider name webhook events are stored under.
@@ -136,7 +137,7 @@ func move(ctx context.Context, tx pgx.Tx, a attempts.Attempt, ev event, to attem
 // findAttempt finds the attempt a charge belongs to: by our reference (the
 // payment id), cross-checked against the provider key when the charge
 // carries one, else by the charge id we recorded.
-func findAttempt(ctx context.Context, tx pgx.Tx, ch *charge) (attempts.Attempt, bool, error) {
+func findAttempt(ctx context.Context, tx pgx.Tx, ch *provider.Charge) (attempts.Attempt, bool, error) {
 	if ch.Reference != "" {
 		a, err := attempts.Get(ctx, tx, ch.Reference)
 		switch {

@@ -3,6 +3,8 @@ package webhook
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 // Event types the simulator sends.
@@ -19,21 +21,8 @@ type event struct {
 	Type    string `json:"type"`
 	Created int64  `json:"created"`
 	Data    struct {
-		Charge *charge `json:"charge"`
+		Charge *provider.Charge `json:"charge"`
 	} `json:"data"`
-}
-
-// charge is the provider's charge as the event saw it.
-type charge struct {
-	ID             string `json:"id"`
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	Status         string `json:"status"`
-	Reference      string `json:"reference"`
-	IdempotencyKey string `json:"idempotency_key"`
-	FailureCode    string `json:"failure_code"`
-	Refunded       bool   `json:"refunded"`
-	Created        int64  `json:"created"`
 }
 
 // parseEvent decodes body and checks what applying it needs. Its error

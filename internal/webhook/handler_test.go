@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 func TestSignatureOverHTTP(t *testing.T) {
@@ -299,7 +300,7 @@ func TestDecideIsTotal(t *testing.T) {
 		for _, typ := range []string{EventChargeSucceeded, EventChargeFailed, EventChargeRefunded} {
 			var ev event
 			ev.Type = typ
-			ev.Data.Charge = &charge{ID: "ch_1"}
+			ev.Data.Charge = &provider.Charge{ID: "ch_1"}
 			v := decide(attempts.Attempt{Status: st}, ev)
 			if v.kind == verdictMove && !attempts.CanTransition(st, v.to) {
 				t.Fatalf("%s on %s moves along a missing edge to %s", typ, st, v.to)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
 
@@ -184,7 +185,7 @@ func TestSimulatorConformance(t *testing.T) {
 	noErr(t, Verify(header, body, []string{"whsec_old", testSecret}, testNow, Tolerance), "Verify")
 	got, err := parseEvent(body)
 	noErr(t, err, "parseEvent")
-	eq(t, *got.Data.Charge, charge{
+	eq(t, *got.Data.Charge, provider.Charge{
 		ID: "ch_sim", Amount: 500, Currency: "USD", Status: "failed",
 		Reference: "pay_x", IdempotencyKey: "psvc_pay_x", FailureCode: "card_declined",
 	}, "charge")
