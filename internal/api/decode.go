@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/payments"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -48,37 +49,27 @@ type createRequest struct {
 	Metadata      map[string]string `json:"metadata"`
 }
 
-// validCreate is a createRequest that passed validation.
-type validCreate struct {
-	OrderID       string
-	Amount        int64
-	Currency      string
-	PaymentMethod string
-	Description   *string
-	Metadata      map[string]string
-}
-
 var paymentMethodRE = regexp.MustCompile(`^[A-Za-z0-9_\-.:]{1,255}$`)
 
 func invalid(format string, args ...any) error {
 	return apperr.New(apperr.InvalidRequest, format, args...)
 }
 
-// decodeCreate parses and validates a create body; the detail of an error
-// names the offending field.
-func decodeCreate(body []byte) (validCreate, error) {
+// decodeCreate parses and validates a create body into the payment fields
+// of a CreateInput; the detail of an error names the offending field.
+func decodeCreate(body []byte) (payments.CreateInput, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	var req createRequest
 	if err := dec.Decode(&req); err != nil {
-		return validCreate{}, decodeError(err)
+		return payments.CreateInput{}, decodeError(err)
 	}
 	// Not dec.More(): it reports false for a trailing '}' or ']'.
 	if _, err := dec.Token(); err != io.EOF {
-		return validCreate{}, invalid("request body must be a single JSON object")
+		return payments.CreateInput{}, invalid("request body must be a single JSON object")
 	}
-	var v validCreate
+	var v payments.CreateInput
 	switch {
 	case req.OrderID == nil:
 		return v, invalid("order_id is required")

@@ -42,11 +42,8 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := tenantOf(r.Context())
-	reply, err := s.Payments.Create(r.Context(), payments.CreateInput{
-		TenantID: t.ID, IdempotencyKey: key, Fingerprint: fp,
-		OrderID: req.OrderID, Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
-		Description: req.Description, Metadata: req.Metadata,
-	})
+	req.TenantID, req.IdempotencyKey, req.Fingerprint = t.ID, key, fp
+	reply, err := s.Payments.Create(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
