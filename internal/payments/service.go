@@ -137,9 +137,11 @@ func StatusCode(s attempts.Status) int {
 // Create runs one POST /v1/payments.
 func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 	for range 3 {
+		var created attempts.Attempt // the new key's attempt, as inserted
 		res, err := idempotency.Acquire(ctx, s.pool, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint,
 			attempts.NewID(), func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-				_, err := attempts.Insert(ctx, tx, attempts.New{
+				var err error
+				created, err = attempts.Insert(ctx, tx, attempts.New{
 					ID: attemptID, TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
 					Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
 					Description: in.Description, Metadata: in.Metadata,
@@ -182,20 +184,23 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 		} else {
 			metrics.IdempotencyOutcomes.WithLabelValues("resumed").Inc()
 		}
-		return s.drive(ctx, res.Lock, res.AttemptID)
+		if !res.Created {
+			// A takeover: the attempt's status, committed by whoever held
+			// the key before, is the recovery point.
+			if created, err = attempts.Get(context.WithoutCancel(ctx), s.pool, res.AttemptID); err != nil {
+				return Reply{}, err
+			}
+		}
+		return s.drive(ctx, res.Lock, created)
 	}
 	return Reply{}, errors.New("order guard kept changing under concurrent use")
 }
 
 // drive continues an attempt from its status while holding the key's lock.
-func (s *Service) drive(ctx context.Context, lock idempotency.Lock, attemptID string) (Reply, error) {
+func (s *Service) drive(ctx context.Context, lock idempotency.Lock, a attempts.Attempt) (Reply, error) {
 	// From here on, work that may have charged a customer must finish even if
 	// the client hangs up.
 	ctx = context.WithoutCancel(ctx)
-	a, err := attempts.Get(ctx, s.pool, attemptID)
-	if err != nil {
-		return Reply{}, err
-	}
 	if a.Status.Final() {
 		return s.finish(ctx, lock, attempts.Change{ID: a.ID, To: a.Status, Source: attempts.SourceAPI})
 	}
