@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/server"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -68,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	case "migrate":
-		pool, err := server.OpenDB(ctx, cfg.DatabaseURL, true, log)
+		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: true}, log)
 		if err != nil {
 			log.Error("migrate failed", "err", err)
 			return 1
@@ -80,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "tenant create: --name is required")
 			return 2
 		}
-		pool, err := server.OpenDB(ctx, cfg.DatabaseURL, cfg.AutoMigrate, log)
+		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: cfg.AutoMigrate}, log)
 		if err != nil {
 			log.Error("tenant create failed", "err", err)
 			return 1

@@ -139,7 +139,7 @@ func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 			"IDEMPOTENCY_LOCK_TTL=" + lockTTL, "PROVIDER_RETRY_BUDGET=8s", "PROVIDER_CALL_TIMEOUT=3s",
 		}, "serve")
 		require.Equal(t, 1, code, "lock TTL %s, stderr: %s", lockTTL, stderr)
-		// One clear line (CONTRACT §2): the error, naming the setting.
+		// One clear line (docs/configuration.md): the error, naming the setting.
 		lines := logLines(stderr)
 		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
 		require.Equal(t, "ERROR", lines[0].Level)

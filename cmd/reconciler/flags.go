@@ -24,7 +24,7 @@ type settings struct {
 
 // newFlags registers the settings of command cmd. RECONCILER_MIN_AGE and
 // RECONCILER_BATCH_SIZE are namespaced aliases of MIN_AGE and BATCH_SIZE
-// (the variables the contract's naming rule gives --min-age and
+// (the variables the naming rule of docs/configuration.md gives --min-age and
 // --batch-size) and win over them, for crontabs shared with other jobs.
 func newFlags(cmd string, getenv func(string) (string, bool)) (*envflag.Set, *settings) {
 	lookup := func(name string) (string, bool) {
@@ -72,7 +72,7 @@ func (s *settings) check() error {
 }
 
 func (s *settings) config() reconcile.Config {
-	c := reconcile.Config{Payments: s.shared().Payments()}
+	var c reconcile.Config
 	if s.minAge != nil {
 		c.MinAge = *s.minAge
 	}

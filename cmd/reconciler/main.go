@@ -8,19 +8,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/envflag"
-	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
 )
 
@@ -66,21 +66,20 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("job", "reconciler", "command", cmd)
 	cfg := s.config()
 	cfg.Logger = log
-	if err := cfg.Validate(); err != nil {
+	shared := s.shared()
+	if err := errors.Join(shared.Validate(), cfg.Validate()); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	shared := s.shared()
-	pool, err := db.Open(cctx, shared.DatabaseURL)
+	a, err := app.Open(cctx, shared, app.Options{}, log)
 	cancel()
 	if err != nil {
 		log.Error("database unreachable", "database", db.Redact(shared.DatabaseURL), "err", err)
 		return 1
 	}
-	defer pool.Close()
-	sim := provider.NewSim(shared.ProviderURL, shared.ProviderAPIKey, &http.Client{})
-	r, err := reconcile.New(pool, provider.NewResilient(sim, shared.Provider(), log), cfg)
+	defer a.Close()
+	r, err := reconcile.New(a.Pool, a.Payments, cfg)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1

@@ -165,7 +165,7 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
 		VALUES ('ten_1', 'k-1', '\x00', 'pay_1', now() + interval '1 day')`)
 	require.NoError(t, err)
-	ch, err := provider.NewSim(simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
+	ch, err := provider.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
 		Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_1", IdempotencyKey: "psvc_pay_1",
 	})
 	require.NoError(t, err)

@@ -54,22 +54,28 @@ VALUES ($1, $2, $3, $4, $5);
 -- name: AttemptEventList :many
 SELECT * FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id;
 
--- name: AnomalyInsert :exec
-INSERT INTO anomalies (kind, attempt_id, charge_id, source, detail, dedupe_key)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (dedupe_key) DO NOTHING;
-
--- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, payment_id, payload)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (payment_id, type) DO NOTHING;
-
--- Wakes the outbox relays (LISTEN outbox) when the transaction commits.
--- name: OutboxNotify :exec
-SELECT pg_notify('outbox', '');
-
 -- QuietFor reports, by the database clock, whether the attempt has not
 -- changed (no transition, no provider call) for at least quiet_ms.
 -- name: AttemptQuietFor :one
 SELECT (updated_at < now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond')::boolean AS quiet
 FROM payment_attempts WHERE id = sqlc.arg(id);
+
+-- name: AnomalyInsert :exec
+INSERT INTO anomalies (kind, attempt_id, charge_id, source, detail, dedupe_key)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (dedupe_key) DO NOTHING;
+
+-- AttemptBacklogByStatus summarises the unresolved attempts per status: how
+-- many, how many a human must look at (needs_review is only ever set on
+-- unresolved attempts), and how long ago the oldest was created. The status
+-- list repeats payment_attempts_unresolved_idx, so it reads the backlog, not
+-- the table. Statuses without attempts are absent. Run on every scrape of
+-- /metrics (internal/attempts/backlog.go, internal/metrics/dbcollector.go).
+-- name: AttemptBacklogByStatus :many
+SELECT status,
+       count(*)::bigint                                         AS unresolved,
+       count(*) FILTER (WHERE needs_review)::bigint             AS needs_review,
+       COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest_seconds
+FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+GROUP BY status;

@@ -50,3 +50,20 @@ WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
 
 -- name: IdemKeyGetByAttempt :one
 SELECT tenant_id, key FROM idempotency_keys WHERE attempt_id = $1;
+
+-- IdemKeyDeleteExpired deletes one batch of expired keys whose attempt is
+-- final (SUCCEEDED or FAILED: nothing can change them any more, so the stored
+-- response is all the key still held). A key of an unresolved attempt is kept
+-- however old, because a retry with it must resume that attempt rather than
+-- start a new one. SKIP LOCKED passes over a key a request holds right now.
+-- name: IdemKeyDeleteExpired :execrows
+DELETE FROM idempotency_keys
+WHERE (tenant_id, key) IN (
+    SELECT k.tenant_id, k.key
+    FROM idempotency_keys AS k
+    JOIN payment_attempts AS a ON a.id = k.attempt_id
+    WHERE k.expires_at < now() AND a.status IN ('SUCCEEDED', 'FAILED')
+    ORDER BY k.expires_at
+    LIMIT sqlc.arg(max_rows)
+    FOR UPDATE OF k SKIP LOCKED
+);

@@ -1,3 +1,14 @@
+-- OutboxInsert is the one way a row gets into the outbox (outbox.Enqueue),
+-- in the transaction that makes the change the event reports.
+-- name: OutboxInsert :exec
+INSERT INTO outbox (id, type, payment_id, payload)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (payment_id, type) DO NOTHING;
+
+-- Wakes the outbox relays (LISTEN outbox) when the transaction commits.
+-- name: OutboxNotify :exec
+SELECT pg_notify('outbox', '');
+
 -- OutboxClaim locks a batch of due rows for the caller's transaction; SKIP
 -- LOCKED lets concurrent relays take disjoint batches instead of queueing
 -- behind each other. A row never tried has next_attempt_at = created_at (both

@@ -13,7 +13,7 @@ import (
 )
 
 // Event is the CloudEvents 1.0 envelope of a PaymentSucceeded event, as the
-// payments service publishes it (CONTRACT.md §6).
+// payments service publishes it (docs/operations.md, "Events").
 type Event struct {
 	ID      string    `json:"id"` // the dedupe key: stable across redeliveries
 	Source  string    `json:"source"`

@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -98,7 +99,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		t, err := tenants.Authenticate(r.Context(), s.Pool, key)
-		if err == tenants.ErrUnauthorized {
+		if errors.Is(err, tenants.ErrUnauthorized) {
 			s.writeError(w, r, apperr.New(apperr.Unauthorized, "a valid API key is required: Authorization: Bearer sk_…"))
 			return
 		}

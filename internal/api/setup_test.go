@@ -42,7 +42,7 @@ func setup(t testing.TB) *bundle {
 		simSrv.Close()
 		_ = sim.Close()
 	})
-	prov := provider.NewResilient(provider.NewSim(simSrv.URL, "sk_sim", http.DefaultClient), provider.Config{
+	prov := provider.NewResilient(provider.NewHTTPClient("sim", simSrv.URL, "sk_sim", http.DefaultClient), provider.Config{
 		CallTimeout: 2 * time.Second, RetryBudget: 3 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second,
 	}, log)
 	svc, err := payments.NewService(d.Pool, prov, payments.Config{

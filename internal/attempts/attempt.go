@@ -64,8 +64,8 @@ func ProviderKey(attemptID string) string { return "psvc_" + attemptID }
 // NewID returns a fresh attempt id.
 func NewID() string { return ids.New("pay_", 12) }
 
-// FromRow converts a database row; generated types stop here.
-func FromRow(r db.PaymentAttempt) Attempt {
+// fromRow converts a database row; generated types stop here.
+func fromRow(r db.PaymentAttempt) Attempt {
 	a := Attempt{
 		ID: r.ID, TenantID: r.TenantID, OrderID: r.OrderID, IdempotencyKey: r.IdempotencyKey,
 		Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,

@@ -1,6 +1,8 @@
-// Package attempts holds the payment attempt: its statuses, the legal edges
-// between them, and the one transition function that every path uses (the
-// API's create and resume, webhooks, the reconciler and GET ?sync=true).
+// Package attempts owns the stored attempt of a payment (payment_attempts,
+// its audit rows in payment_attempt_events, and anomalies): its statuses,
+// the legal edges between them, and the one Update that every path changes
+// an attempt through (the API's create and resume, webhooks, the reconciler
+// and GET ?sync=true). No other package runs SQL on these tables.
 //
 // # State machine
 //
@@ -20,11 +22,13 @@
 //
 // # Transitions
 //
-// Transition locks the attempt row, checks the edge, updates it
-// conditionally (WHERE status = the status it read) and writes the audit row
-// to payment_attempt_events, all in the caller's transaction. A transition to
-// SUCCEEDED also writes the PaymentSucceeded outbox row in that transaction,
-// at most once per payment (unique (payment_id, type)). Two paths racing to
+// Update locks the attempt row, lets the caller decide on the attempt as it
+// is under the lock, checks the edge, updates it conditionally (WHERE status
+// = the status it read) and writes the audit row to payment_attempt_events,
+// all in the caller's transaction. A transition to SUCCEEDED also enqueues
+// the PaymentSucceeded event (outbox.Enqueue) in that transaction, at most
+// once per payment (unique (payment_id, type)). Transition is an Update
+// whose decision is made in advance. Two paths racing to
 // resolve the same attempt (the API's completing transaction and a webhook on
 // another pod, say) serialise on the row lock: the second sees the final
 // status, applies nothing and writes no audit row.

@@ -37,6 +37,54 @@ func (q *Queries) AnomalyInsert(ctx context.Context, db DBTX, arg AnomalyInsertP
 	return err
 }
 
+const attemptBacklogByStatus = `-- name: AttemptBacklogByStatus :many
+SELECT status,
+       count(*)::bigint                                         AS unresolved,
+       count(*) FILTER (WHERE needs_review)::bigint             AS needs_review,
+       COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest_seconds
+FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+GROUP BY status
+`
+
+type AttemptBacklogByStatusRow struct {
+	Status        string
+	Unresolved    int64
+	NeedsReview   int64
+	OldestSeconds float64
+}
+
+// AttemptBacklogByStatus summarises the unresolved attempts per status: how
+// many, how many a human must look at (needs_review is only ever set on
+// unresolved attempts), and how long ago the oldest was created. The status
+// list repeats payment_attempts_unresolved_idx, so it reads the backlog, not
+// the table. Statuses without attempts are absent. Run on every scrape of
+// /metrics (internal/attempts/backlog.go, internal/metrics/dbcollector.go).
+func (q *Queries) AttemptBacklogByStatus(ctx context.Context, db DBTX) ([]AttemptBacklogByStatusRow, error) {
+	rows, err := db.Query(ctx, attemptBacklogByStatus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptBacklogByStatusRow
+	for rows.Next() {
+		var i AttemptBacklogByStatusRow
+		if err := rows.Scan(
+			&i.Status,
+			&i.Unresolved,
+			&i.NeedsReview,
+			&i.OldestSeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptEventInsert = `-- name: AttemptEventInsert :exec
 INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
 VALUES ($1, $2, $3, $4, $5)
@@ -445,37 +493,4 @@ func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTra
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const outboxInsert = `-- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, payment_id, payload)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (payment_id, type) DO NOTHING
-`
-
-type OutboxInsertParams struct {
-	ID        string
-	Type      string
-	PaymentID string
-	Payload   json.RawMessage
-}
-
-func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertParams) error {
-	_, err := db.Exec(ctx, outboxInsert,
-		arg.ID,
-		arg.Type,
-		arg.PaymentID,
-		arg.Payload,
-	)
-	return err
-}
-
-const outboxNotify = `-- name: OutboxNotify :exec
-SELECT pg_notify('outbox', '')
-`
-
-// Wakes the outbox relays (LISTEN outbox) when the transaction commits.
-func (q *Queries) OutboxNotify(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, outboxNotify)
-	return err
 }

@@ -37,6 +37,32 @@ func (q *Queries) IdemKeyComplete(ctx context.Context, db DBTX, arg IdemKeyCompl
 	return result.RowsAffected(), nil
 }
 
+const idemKeyDeleteExpired = `-- name: IdemKeyDeleteExpired :execrows
+DELETE FROM idempotency_keys
+WHERE (tenant_id, key) IN (
+    SELECT k.tenant_id, k.key
+    FROM idempotency_keys AS k
+    JOIN payment_attempts AS a ON a.id = k.attempt_id
+    WHERE k.expires_at < now() AND a.status IN ('SUCCEEDED', 'FAILED')
+    ORDER BY k.expires_at
+    LIMIT $1
+    FOR UPDATE OF k SKIP LOCKED
+)
+`
+
+// IdemKeyDeleteExpired deletes one batch of expired keys whose attempt is
+// final (SUCCEEDED or FAILED: nothing can change them any more, so the stored
+// response is all the key still held). A key of an unresolved attempt is kept
+// however old, because a retry with it must resume that attempt rather than
+// start a new one. SKIP LOCKED passes over a key a request holds right now.
+func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int32) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyDeleteExpired, maxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const idemKeyGet = `-- name: IdemKeyGet :one
 SELECT tenant_id, key, fingerprint, attempt_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,

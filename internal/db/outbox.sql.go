@@ -62,6 +62,31 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, maxRows int32) ([]Ou
 	return items, nil
 }
 
+const outboxInsert = `-- name: OutboxInsert :exec
+INSERT INTO outbox (id, type, payment_id, payload)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (payment_id, type) DO NOTHING
+`
+
+type OutboxInsertParams struct {
+	ID        string
+	Type      string
+	PaymentID string
+	Payload   json.RawMessage
+}
+
+// OutboxInsert is the one way a row gets into the outbox (outbox.Enqueue),
+// in the transaction that makes the change the event reports.
+func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertParams) error {
+	_, err := db.Exec(ctx, outboxInsert,
+		arg.ID,
+		arg.Type,
+		arg.PaymentID,
+		arg.Payload,
+	)
+	return err
+}
+
 const outboxListen = `-- name: OutboxListen :exec
 LISTEN outbox
 `
@@ -116,6 +141,16 @@ func (q *Queries) OutboxMarkPublished(ctx context.Context, db DBTX, ids []string
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const outboxNotify = `-- name: OutboxNotify :exec
+SELECT pg_notify('outbox', '')
+`
+
+// Wakes the outbox relays (LISTEN outbox) when the transaction commits.
+func (q *Queries) OutboxNotify(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, outboxNotify)
+	return err
 }
 
 const outboxStats = `-- name: OutboxStats :one

@@ -171,7 +171,7 @@ func (s *Set) Parse(args []string, stderr io.Writer) error {
 	return nil
 }
 
-// ExitCode maps a Parse error to the contract's exit status: 0 for help, 2 otherwise.
+// ExitCode maps a Parse error to the exit status every binary uses: 0 for help, 2 otherwise.
 func ExitCode(err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

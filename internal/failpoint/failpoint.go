@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// The failpoints of the create path (CONTRACT §7).
+// The failpoints of the create path (docs/configuration.md, "Failpoints").
 const (
 	AfterKeyAcquired     = "after_key_acquired"
 	AfterProviderCall    = "after_provider_call"

@@ -6,10 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/acme/paymentsvc/internal/db"
 )
 
 // backlogTimeout bounds the query of one scrape, so that a slow or
@@ -34,6 +31,19 @@ var (
 		nil, nil)
 )
 
+// Backlog is the unresolved payment attempts in one status, as the collector
+// reads them.
+type Backlog struct {
+	Status        string
+	Unresolved    int64
+	NeedsReview   int64
+	OldestSeconds float64
+}
+
+// ReadBacklog reads the unresolved attempts per status (statuses without
+// any may be absent); internal/attempts provides it.
+type ReadBacklog func(ctx context.Context) ([]Backlog, error)
+
 // BacklogCollector reports the unresolved payment attempts by querying the
 // database when /metrics is scraped. The values describe the table, not the
 // pod, so every pod reports the same numbers: aggregate them with max, not
@@ -41,16 +51,16 @@ var (
 // the numbers are right whichever process (API, webhook, reconciler) moved
 // an attempt.
 type BacklogCollector struct {
-	pool *pgxpool.Pool
+	read ReadBacklog
 	log  *slog.Logger
 }
 
-// NewBacklogCollector returns a collector that queries pool.
-func NewBacklogCollector(pool *pgxpool.Pool, log *slog.Logger) *BacklogCollector {
+// NewBacklogCollector returns a collector that reads the backlog with read.
+func NewBacklogCollector(read ReadBacklog, log *slog.Logger) *BacklogCollector {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &BacklogCollector{pool: pool, log: log}
+	return &BacklogCollector{read: read, log: log}
 }
 
 // Describe implements prometheus.Collector.
@@ -67,13 +77,13 @@ func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
 	defer cancel()
-	rows, err := db.Q.AttemptBacklogByStatus(ctx, c.pool)
+	rows, err := c.read(ctx)
 	if err != nil {
 		c.log.Warn("metrics: attempt backlog query failed", "err", err)
 		ch <- prometheus.MustNewConstMetric(backlogUpDesc, prometheus.GaugeValue, 0)
 		return
 	}
-	byStatus := make(map[string]db.AttemptBacklogByStatusRow, len(rows))
+	byStatus := make(map[string]Backlog, len(rows))
 	var needsReview int64
 	for _, r := range rows {
 		byStatus[r.Status] = r
@@ -93,16 +103,16 @@ var (
 	backlogReg *BacklogCollector
 )
 
-// RegisterBacklog registers a BacklogCollector for pool in Registry,
+// RegisterBacklog registers a BacklogCollector reading with read in Registry,
 // replacing one registered before (a process that serves twice, as tests
 // do), and returns a function that unregisters it.
-func RegisterBacklog(pool *pgxpool.Pool, log *slog.Logger) (unregister func()) {
+func RegisterBacklog(read ReadBacklog, log *slog.Logger) (unregister func()) {
 	backlogMu.Lock()
 	defer backlogMu.Unlock()
 	if backlogReg != nil {
 		Registry.Unregister(backlogReg)
 	}
-	c := NewBacklogCollector(pool, log)
+	c := NewBacklogCollector(read, log)
 	Registry.MustRegister(c)
 	backlogReg = c
 	return func() {

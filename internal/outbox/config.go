@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of Config; the stream and subject are those of CONTRACT.md §6.
+// Defaults of Config; the stream and subject are those docs/operations.md ("Events") names.
 const (
 	DefaultNATSURL        = "nats://127.0.0.1:4222"
 	DefaultBatchSize      = 100

@@ -4,7 +4,7 @@
 // PaymentSucceeded row into the outbox table (see internal/attempts), so the
 // event exists exactly when the state change does. A Relay, one per pod,
 // turns rows into messages on JetStream stream PAYMENTS, subject
-// payments.succeeded (CONTRACT.md §6), as CloudEvents 1.0 JSON envelopes.
+// payments.succeeded (docs/operations.md, "Events"), as CloudEvents 1.0 JSON envelopes.
 //
 // The protocol, per batch and in one transaction:
 //

@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/testdb"
 )
@@ -154,22 +153,19 @@ func insertEvents(t testing.TB, pool *pgxpool.Pool, n int) []string {
 		}
 		for i := range n {
 			pid := fmt.Sprintf("%s_%d", prefix, i+1)
-			payload, err := json.Marshal(attempts.Payment{
-				ID: pid, TenantID: tenant, OrderID: fmt.Sprintf("ord_%d", i+1), Amount: int64(1001 + i),
-				Currency: "EUR", Status: attempts.Succeeded, Provider: "sim",
+			payload, err := json.Marshal(map[string]any{
+				"id": pid, "tenant_id": tenant, "order_id": fmt.Sprintf("ord_%d", i+1), "amount": 1001 + i,
+				"currency": "EUR", "status": "SUCCEEDED", "provider": "sim",
 			})
 			if err != nil {
 				return err
 			}
-			ids[i] = "evt_" + randomHex(12)
-			err = db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
-				ID: ids[i], Type: attempts.EventPaymentSucceeded, PaymentID: pid, Payload: payload,
-			})
+			ids[i], err = Enqueue(ctx, tx, Event{Type: "PaymentSucceeded", PaymentID: pid, Payload: payload})
 			if err != nil {
 				return err
 			}
 		}
-		return Notify(ctx, tx)
+		return nil
 	})
 	if err != nil {
 		t.Fatalf("insert %d outbox rows: %v", n, err)

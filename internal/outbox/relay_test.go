@@ -2,18 +2,14 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
 )
 
@@ -50,37 +46,16 @@ func TestRelayPublishesEveryRowOnce(t *testing.T) {
 	}
 }
 
-// TestRelayEnvelope follows one payment through attempts.Transition, the
-// path the service uses, to the CloudEvents envelope on the stream.
+// TestRelayEnvelope follows one event from Enqueue, in the transaction of
+// its payment, to the CloudEvents envelope on the stream.
 func TestRelayEnvelope(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sharedNATSURL())
 	ctx := context.Background()
-	tenant := "ten_" + randomHex(6)
-	var a attempts.Attempt
-	err := db.WithTx(ctx, b.db.Pool, func(tx pgx.Tx) error {
-		key := make([]byte, 32)
-		_, _ = rand.Read(key)
-		if _, err := tx.Exec(ctx, `INSERT INTO tenants (id, name, api_key_sha256) VALUES ($1, 'shop', $2)`, tenant, key); err != nil {
-			return err
-		}
-		var err error
-		a, err = attempts.Insert(ctx, tx, attempts.New{
-			ID: attempts.NewID(), TenantID: tenant, OrderID: "ord_1", IdempotencyKey: "k1",
-			Amount: 4200, Currency: "EUR", PaymentMethod: "card",
-		})
-		if err != nil {
-			return err
-		}
-		for _, to := range []attempts.Status{attempts.Pending, attempts.Succeeded} {
-			if _, _, err := attempts.Transition(ctx, tx, attempts.Change{
-				ID: a.ID, To: to, ChargeID: "ch_1", Source: attempts.SourceAPI, Reason: "test",
-			}); err != nil {
-				return err
-			}
-		}
-		return Notify(ctx, tx)
-	})
+	ids := insertEvents(t, b.db.Pool, 1)
+	var a struct{ ID string }
+	var tenant string
+	err := b.db.Pool.QueryRow(ctx, `SELECT payment_id, payload->>'tenant_id' FROM outbox WHERE id = $1`, ids[0]).Scan(&a.ID, &tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +84,16 @@ func TestRelayEnvelope(t *testing.T) {
 	if err != nil || !tm.Equal(createdAt) {
 		t.Errorf("time %q (%v), want created_at %s", e.Time, err, createdAt)
 	}
-	var data attempts.Payment
+	var data struct {
+		ID       string `json:"id"`
+		TenantID string `json:"tenant_id"`
+		Status   string `json:"status"`
+		Amount   int64  `json:"amount"`
+	}
 	if err := json.Unmarshal(e.Data, &data); err != nil {
 		t.Fatalf("data: %v", err)
 	}
-	if data.ID != a.ID || data.TenantID != tenant || data.Status != attempts.Succeeded || data.Amount != 4200 {
+	if data.ID != a.ID || data.TenantID != tenant || data.Status != "SUCCEEDED" || data.Amount != 1001 {
 		t.Errorf("data = %+v", data)
 	}
 }

@@ -8,14 +8,6 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 )
 
-// Notify wakes the relays listening on channel "outbox" when tx commits
-// (Postgres delivers NOTIFY at commit, and drops it on rollback). Call it in
-// the transaction that writes outbox rows; without it, rows wait for the
-// next poll.
-func Notify(ctx context.Context, tx db.DBTX) error {
-	return db.Q.OutboxNotify(ctx, tx)
-}
-
 // Stats returns the number of unpublished outbox rows and the age of the
 // oldest one (0 when none is pending).
 func Stats(ctx context.Context, q db.DBTX) (pending int, oldest time.Duration, err error) {

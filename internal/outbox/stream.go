@@ -16,7 +16,7 @@ import (
 // within one BatchTimeout plus a backoff, well inside it.
 const MinDuplicateWindow = 2 * time.Minute
 
-// EnsureStream creates the contract stream PAYMENTS on payments.> if it is
+// EnsureStream creates the stream PAYMENTS on payments.> if it is
 // missing; see ensureStream for what it does to an existing one.
 func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, DefaultSubject)

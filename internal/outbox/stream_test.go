@@ -10,7 +10,7 @@ import (
 )
 
 // TestEnsureStream runs against a private server, so that it may create and
-// change the contract stream PAYMENTS.
+// change the stream PAYMENTS that docs/operations.md names.
 func TestEnsureStream(t *testing.T) {
 	t.Parallel()
 	srv := startNATSServer(t)

@@ -29,7 +29,7 @@ type Provider interface {
 	BreakerOpen() bool
 }
 
-// Contract defaults of the idempotency timings (CONTRACT.md §2); the
+// Defaults of the idempotency timings (docs/configuration.md); the
 // provider's are provider.Default*.
 const (
 	DefaultLockTTL = 30 * time.Second
@@ -45,7 +45,7 @@ type Config struct {
 	BreakerCooldown time.Duration
 }
 
-// WithDefaults fills zero fields with the contract's defaults.
+// WithDefaults fills zero fields with the documented defaults.
 func (c Config) WithDefaults() Config {
 	if c.LockTTL == 0 {
 		c.LockTTL = DefaultLockTTL
@@ -93,13 +93,22 @@ type Service struct {
 	log      *slog.Logger
 }
 
-// NewService returns a Service; cfg must be valid.
+// NewService returns a Service; cfg must be valid. A nil log discards.
 func NewService(pool *pgxpool.Pool, p Provider, cfg Config, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Service{pool: pool, provider: p, cfg: cfg, log: log}, nil
 }
+
+// Config returns the service's timing settings.
+func (s *Service) Config() Config { return s.cfg }
+
+// Provider returns the provider the service calls.
+func (s *Service) Provider() Provider { return s.provider }
 
 // CreateInput is a validated POST /v1/payments.
 type CreateInput struct {
@@ -236,7 +245,7 @@ func (s *Service) drive(ctx context.Context, lock idempotency.Lock, a attempts.A
 		// The breaker opened between our check and the call: nothing was sent.
 		return s.unavailable(ctx, lock)
 	}
-	s.log.Warn("provider outcome unknown", "payment_id", a.ID, "attempts", r.Attempts, "err", r.Err)
+	s.log.Warn("provider outcome unknown", "payment_id", a.ID, "tries", r.Tries, "err", r.Err)
 	return s.finish(ctx, lock, attempts.Change{
 		ID: a.ID, To: attempts.Unknown, Source: attempts.SourceAPI, Reason: unknownReason(r.Err),
 	})
@@ -329,7 +338,7 @@ func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.
 				return err
 			}
 		}
-		reply, err = Settle(ctx, tx, lock, a)
+		reply, err = FinishKey(ctx, tx, lock, a)
 		if err != nil {
 			return err
 		}
@@ -348,10 +357,10 @@ func (s *Service) finish(ctx context.Context, lock idempotency.Lock, c attempts.
 	return reply, err
 }
 
-// Settle ends a key's ownership in tx according to the attempt's status: a
+// FinishKey ends a key's ownership in tx according to the attempt's status: a
 // final status stores the response; otherwise the key is released so that it
 // can be resumed. The caller holds the key row (Hold).
-func Settle(ctx context.Context, tx db.DBTX, lock idempotency.Lock, a attempts.Attempt) (Reply, error) {
+func FinishKey(ctx context.Context, tx db.DBTX, lock idempotency.Lock, a attempts.Attempt) (Reply, error) {
 	reply, err := replyFor(a)
 	if err != nil {
 		return Reply{}, err

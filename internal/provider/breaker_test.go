@@ -33,7 +33,7 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 	})
 	name := "sim-" + t.Name()
 	cfg := Config{CallTimeout: time.Second, RetryBudget: time.Millisecond, BreakerFailures: 3, BreakerCooldown: 200 * time.Millisecond}
-	r := NewResilient(namedCaller{NewSim(f.url, testAPIKey, nil), name}, cfg, nil)
+	r := NewResilient(NewHTTPClient(name, f.url, testAPIKey, nil), cfg, nil)
 	require.Equal(t, 0.0, gaugeValue(t, name))
 
 	// A 1ms budget leaves no room for a retry: one call per charge.
@@ -41,7 +41,7 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 		require.False(t, r.BreakerOpen(), "before failure %d", i+1)
 		res := r.CreateCharge(t.Context(), chargeReq("k-fail"))
 		require.Equal(t, Unknown, res.Outcome)
-		require.Equal(t, 1, res.Attempts)
+		require.Equal(t, 1, res.Tries)
 	}
 	require.Equal(t, 3, f.Hits())
 	require.True(t, r.BreakerOpen())
@@ -49,7 +49,7 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), chargeReq("k-refused"))
 	require.Equal(t, NotSent, res.Outcome)
-	require.Equal(t, 0, res.Attempts)
+	require.Equal(t, 0, res.Tries)
 	require.ErrorIs(t, res.Err, ErrUnavailable)
 	require.ErrorIs(t, res.Err, gobreaker.ErrOpenState)
 	require.Equal(t, 3, f.Hits())
@@ -75,7 +75,7 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 	close(release)
 	res = waitFor(t, trial, 5*time.Second)
 	require.Equal(t, Succeeded, res.Outcome)
-	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, res.Tries)
 	require.Equal(t, gobreaker.StateClosed, r.cb.State())
 	require.Equal(t, 0.0, gaugeValue(t, name))
 
@@ -99,7 +99,7 @@ func TestBreakerFailedTrialReopens(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, res.Tries)
 	require.True(t, r.BreakerOpen())
 	require.Equal(t, 3, f.Hits())
 	require.Equal(t, NotSent, r.CreateCharge(t.Context(), chargeReq("k2")).Outcome)
@@ -116,7 +116,7 @@ func TestBreakerOpeningMidRetryIsUnknown(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 2, res.Attempts)
+	require.Equal(t, 2, res.Tries)
 	require.Equal(t, 2, f.Hits())
 	// Something was sent: the refusal that stopped the retries is not the answer.
 	require.NotErrorIs(t, res.Err, ErrUnavailable)
@@ -136,7 +136,7 @@ func TestBreakerIgnoresDeclines(t *testing.T) {
 	for i := range 10 {
 		res := r.CreateCharge(t.Context(), declinedReq("k"+string(rune('a'+i))))
 		require.Equal(t, Declined, res.Outcome)
-		require.Equal(t, 1, res.Attempts)
+		require.Equal(t, 1, res.Tries)
 	}
 
 	require.Equal(t, 10, f.Hits())

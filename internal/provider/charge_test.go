@@ -28,7 +28,7 @@ func TestCreateChargeSucceeded(t *testing.T) {
 
 	require.Equal(t, Succeeded, res.Outcome)
 	require.NoError(t, res.Err)
-	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, res.Tries)
 	require.NotNil(t, res.Charge)
 	require.Equal(t, "ch_k1", res.Charge.ID)
 	require.Equal(t, ChargeSucceeded, res.Charge.Status)
@@ -47,7 +47,7 @@ func TestCreateChargeDeclinedIsNotRetried(t *testing.T) {
 
 	require.Equal(t, Declined, res.Outcome)
 	require.Equal(t, "card_declined", res.DeclineCode)
-	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, res.Tries)
 	require.NoError(t, res.Err)
 	require.NotNil(t, res.Charge)
 	require.Equal(t, "ch_k1", res.Charge.ID)
@@ -69,7 +69,7 @@ func TestCreateChargeRetriesWithTheSameKey(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	require.Equal(t, Succeeded, res.Outcome)
-	require.Equal(t, 3, res.Attempts)
+	require.Equal(t, 3, res.Tries)
 	require.Equal(t, "ch_k1", res.Charge.ID)
 	require.Equal(t, 3, f.Hits())
 	require.Equal(t, []string{"k1", "k1", "k1"}, f.Keys())
@@ -92,7 +92,7 @@ func TestCreateChargeRetries409And429(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	require.Equal(t, Succeeded, res.Outcome)
-	require.Equal(t, 3, res.Attempts)
+	require.Equal(t, 3, res.Tries)
 	require.Equal(t, 3, f.Hits())
 }
 
@@ -110,8 +110,8 @@ func TestCreateChargeUnknownWhenBudgetSpent(t *testing.T) {
 
 	require.Equal(t, Unknown, res.Outcome)
 	require.Nil(t, res.Charge)
-	require.GreaterOrEqual(t, res.Attempts, 2)
-	require.Equal(t, res.Attempts, f.Hits())
+	require.GreaterOrEqual(t, res.Tries, 2)
+	require.Equal(t, res.Tries, f.Hits())
 	var ce *CallError
 	require.ErrorAs(t, res.Err, &ce)
 	require.Equal(t, KindStatus, ce.Kind)
@@ -134,7 +134,7 @@ func TestCreateChargeUnknownWhenProviderHangs(t *testing.T) {
 	elapsed := time.Since(start)
 
 	require.Equal(t, Unknown, res.Outcome)
-	require.GreaterOrEqual(t, res.Attempts, 1)
+	require.GreaterOrEqual(t, res.Tries, 1)
 	var ce *CallError
 	require.ErrorAs(t, res.Err, &ce)
 	require.Equal(t, KindTimeout, ce.Kind)
@@ -159,12 +159,12 @@ func TestCreateChargeUnknownOnNonRetryable4xx(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerError(w, tt.status, tt.code) })
-			r := NewResilient(NewSim(f.url, tt.apiKey, nil), testConfig(), nil)
+			r := NewResilient(NewHTTPClient("sim", f.url, tt.apiKey, nil), testConfig(), nil)
 
 			res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 			require.Equal(t, Unknown, res.Outcome)
-			require.Equal(t, 1, res.Attempts)
+			require.Equal(t, 1, res.Tries)
 			require.Equal(t, 1, f.Hits())
 			var ce *CallError
 			require.ErrorAs(t, res.Err, &ce)
@@ -197,7 +197,7 @@ func TestCreateChargeRetriesLostResponse(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	require.Equal(t, Succeeded, res.Outcome)
-	require.Equal(t, 2, res.Attempts)
+	require.Equal(t, 2, res.Tries)
 	require.Equal(t, "ch_k1", res.Charge.ID)
 	require.Equal(t, []string{"k1", "k1"}, f.Keys())
 }
@@ -210,14 +210,14 @@ func TestCreateChargeUnknownWhenConnectionRefused(t *testing.T) {
 	require.NoError(t, l.Close())
 	cfg := testConfig()
 	cfg.RetryBudget = 300 * time.Millisecond
-	r := NewResilient(NewSim("http://"+addr, testAPIKey, nil), cfg, nil)
+	r := NewResilient(NewHTTPClient("sim", "http://"+addr, testAPIKey, nil), cfg, nil)
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	// Nothing was sent, but only a breaker refusal is NotSent: the rule is
 	// simple and a wrong Unknown costs a lookup, a wrong NotSent a double charge.
 	require.Equal(t, Unknown, res.Outcome)
-	require.GreaterOrEqual(t, res.Attempts, 2)
+	require.GreaterOrEqual(t, res.Tries, 2)
 	var ce *CallError
 	require.ErrorAs(t, res.Err, &ce)
 	require.Equal(t, KindTransport, ce.Kind)
@@ -232,7 +232,7 @@ func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
 		answerError(w, http.StatusServiceUnavailable, "simulated_fault")
 	})
 	logs := make(logSignal, 16)
-	r := NewResilient(NewSim(f.url, testAPIKey, nil), cfg, slog.New(logs))
+	r := NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, slog.New(logs))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan Result, 1)
 	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
@@ -249,7 +249,7 @@ func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
 
 	require.Less(t, time.Since(canceled), 300*time.Millisecond)
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 4, res.Attempts)
+	require.Equal(t, 4, res.Tries)
 	require.Equal(t, 4, f.Hits())
 	require.ErrorIs(t, res.Err, context.Canceled)
 	var ce *CallError
@@ -278,7 +278,7 @@ func TestCreateChargeStopsWhenCtxCanceledDuringCall(t *testing.T) {
 
 	require.Less(t, time.Since(canceled), 500*time.Millisecond)
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, 1, res.Tries)
 	require.Equal(t, 1, f.Hits())
 	var ce *CallError
 	require.ErrorAs(t, res.Err, &ce)
@@ -300,7 +300,7 @@ func TestCreateChargeAlreadyCanceledCtx(t *testing.T) {
 	// Nothing was sent, but only a breaker refusal is NotSent (the API
 	// answers NotSent with 503 provider_unavailable).
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 0, res.Attempts)
+	require.Equal(t, 0, res.Tries)
 	require.Equal(t, 0, f.Hits())
 	require.True(t, errors.Is(res.Err, context.Canceled))
 }

@@ -124,20 +124,11 @@ func testConfig() Config {
 	return Config{CallTimeout: time.Second, RetryBudget: 2 * time.Second, BreakerFailures: 100, BreakerCooldown: 200 * time.Millisecond}
 }
 
-// namedCaller gives a Sim a name of its own, so that a test can read its
-// breaker gauge while other tests run in parallel.
-type namedCaller struct {
-	*Sim
-	name string
-}
-
-func (n namedCaller) Name() string { return n.name }
-
 // setup starts a fake provider answering with h and a Resilient in front of it.
 func setup(t *testing.T, cfg Config, h handler) (*Resilient, *fakeProvider) {
 	t.Helper()
 	f := newFake(t, h)
-	return NewResilient(NewSim(f.url, testAPIKey, nil), cfg, nil), f
+	return NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, nil), f
 }
 
 func chargeReq(key string) ChargeRequest {

@@ -89,7 +89,7 @@ type Result struct {
 	Outcome     Outcome
 	Charge      *Charge // set for Succeeded and Declined
 	DeclineCode string  // set for Declined
-	Attempts    int     // HTTP calls made
+	Tries       int     // HTTP calls made
 	Err         error   // the last error, for Unknown and NotSent
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Caller is the single-shot provider API that Resilient drives: each method
-// is one HTTP call, and a failed call returns a *CallError. *Sim is one.
+// is one HTTP call, and a failed call returns a *CallError. *HTTPClient is one.
 type Caller interface {
 	Name() string
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
@@ -22,10 +22,10 @@ type Caller interface {
 	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
 }
 
-var _ Caller = (*Sim)(nil)
+var _ Caller = (*HTTPClient)(nil)
 
 // Config bounds the calls Resilient makes. A zero or negative field takes the
-// contract's default (PROVIDER_CALL_TIMEOUT and friends).
+// documented default (PROVIDER_CALL_TIMEOUT and friends, docs/configuration.md).
 type Config struct {
 	CallTimeout     time.Duration // one HTTP call
 	RetryBudget     time.Duration // no call starts later than this after the first
@@ -33,7 +33,7 @@ type Config struct {
 	BreakerCooldown time.Duration // how long the breaker stays open
 }
 
-// Contract defaults of Config.
+// Defaults of Config (docs/configuration.md).
 const (
 	DefaultCallTimeout     = 3 * time.Second
 	DefaultRetryBudget     = 8 * time.Second
@@ -102,14 +102,14 @@ func (r *Resilient) BreakerOpen() bool {
 // deduplicates it, so a retry never charges twice).
 func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
 	var ch Charge
-	attempts, err := r.run(ctx, opCharge, func(ctx context.Context) error {
+	tries, err := r.run(ctx, opCharge, func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
 	})
-	res := classifyCharge(attempts, ch, err)
+	res := classifyCharge(tries, ch, err)
 	metrics.ProviderChargeOutcomes.WithLabelValues(res.Outcome.String()).Inc()
-	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "attempts", res.Attempts, "outcome", res.Outcome.String())
+	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "tries", res.Tries, "outcome", res.Outcome.String())
 	switch res.Outcome {
 	case Unknown:
 		log.Warn("provider charge outcome unknown", "err", res.Err)
@@ -124,15 +124,15 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 // classifyCharge turns the end of a charge's retries into a Result. Only a
 // breaker refusal before any call is NotSent; everything that is neither a
 // succeeded charge nor a decline is Unknown, because it may have charged.
-func classifyCharge(attempts int, ch Charge, err error) Result {
-	res := Result{Attempts: attempts}
+func classifyCharge(tries int, ch Charge, err error) Result {
+	res := Result{Tries: tries}
 	var ce *CallError
 	switch {
 	case err == nil:
 		res.Outcome, res.Charge = Succeeded, &ch
 	case errors.As(err, &ce) && ce.Kind == KindDeclined && ce.Charge != nil:
 		res.Outcome, res.Charge, res.DeclineCode = Declined, ce.Charge, ce.Code
-	case attempts == 0 && errors.Is(err, ErrUnavailable):
+	case tries == 0 && errors.Is(err, ErrUnavailable):
 		res.Outcome, res.Err = NotSent, err
 	default:
 		res.Outcome, res.Err = Unknown, err

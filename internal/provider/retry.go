@@ -19,10 +19,10 @@ const (
 )
 
 // run makes call through the breaker until it succeeds, fails for good, the
-// retry budget is spent, the breaker refuses, or ctx ends. attempts counts the
+// retry budget is spent, the breaker refuses, or ctx ends. tries counts the
 // calls made (refusals are not calls). The error is the last call's, except
 // a refusal before any call, which wraps ErrUnavailable.
-func (r *Resilient) run(ctx context.Context, op string, call func(context.Context) error) (attempts int, err error) {
+func (r *Resilient) run(ctx context.Context, op string, call func(context.Context) error) (tries int, err error) {
 	// A call doomed before it starts would take the breaker's half-open trial
 	// slot and report nothing about the provider.
 	if err := ctx.Err(); err != nil {
@@ -47,7 +47,7 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 			refused = true
 			return backoff.Permanent(refusal(op, err))
 		}
-		attempts++
+		tries++
 		last = err
 		if err != nil && !retryable(ctx, err) {
 			return backoff.Permanent(err)
@@ -55,20 +55,20 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 		return err
 	}, b, func(err error, wait time.Duration) {
 		metrics.ProviderRetries.WithLabelValues(op).Inc()
-		r.log.Info("provider call failed, retrying", "op", op, "attempt", attempts, "wait", wait, "err", err)
+		r.log.Info("provider call failed, retrying", "op", op, "try", tries, "wait", wait, "err", err)
 	})
 	switch {
-	case err == nil, refused && attempts == 0:
-		return attempts, err
+	case err == nil, refused && tries == 0:
+		return tries, err
 	case refused:
 		// Something was sent already: the refusal proves nothing about it, so
 		// the answer is the last call's error, not ErrUnavailable.
-		return attempts, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
+		return tries, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
 	case ctx.Err() != nil && err == ctx.Err() && last != nil:
 		// ctx ended while waiting for the next try; the backoff returns only ctx.Err().
-		return attempts, fmt.Errorf("%w (retries stopped: %w)", last, err)
+		return tries, fmt.Errorf("%w (retries stopped: %w)", last, err)
 	}
-	return attempts, err
+	return tries, err
 }
 
 // callOnce makes one call, bounded by CallTimeout, if the breaker allows it,

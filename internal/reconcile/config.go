@@ -31,10 +31,6 @@ var DefaultSchedule = []time.Duration{2 * time.Minute, 10 * time.Minute, time.Ho
 
 // Config configures a Reconciler. Zero fields take the defaults above.
 type Config struct {
-	// Payments are the service's timing settings; the reconciler reads the
-	// same variables as the pods (IDEMPOTENCY_LOCK_TTL and friends), because
-	// "not found at the provider" is judged from them.
-	Payments payments.Config
 	// MinAge is how long an attempt must have been unchanged before Run
 	// touches it (--min-age).
 	MinAge time.Duration
@@ -43,7 +39,7 @@ type Config struct {
 	// Workers is how many attempts of a batch are checked at once.
 	Workers int
 	// Lease is how far a claim pushes next_check_at out. No check of a batch
-	// starts later than Lease - Payments.LockTTL after its claim, so every
+	// starts later than Lease - IDEMPOTENCY_LOCK_TTL after its claim, so every
 	// check (bounded by the retry budget and call timeout, which are shorter
 	// than the lock TTL) ends while the lease still keeps others away.
 	Lease time.Duration
@@ -62,7 +58,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.Payments = c.Payments.WithDefaults()
 	if c.MinAge == 0 {
 		c.MinAge = DefaultMinAge
 	}
@@ -95,11 +90,16 @@ func (c Config) withDefaults() Config {
 
 // Validate reports every setting that cannot work, after defaults.
 func (c Config) Validate() error {
+	return c.validate(payments.Config{}.WithDefaults())
+}
+
+// validate is Validate for a reconciler whose payments service has the
+// timing settings timing (IDEMPOTENCY_LOCK_TTL and friends: the reconciler
+// reads the same variables as the pods, because "not found at the
+// provider" and its leases are judged from them).
+func (c Config) validate(timing payments.Config) error {
 	c = c.withDefaults()
 	var errs []error
-	if err := c.Payments.Validate(); err != nil {
-		errs = append(errs, err)
-	}
 	if c.MinAge < 0 {
 		errs = append(errs, fmt.Errorf("MinAge %s is negative", c.MinAge))
 	}
@@ -109,9 +109,9 @@ func (c Config) Validate() error {
 	if c.Workers < 1 || c.Workers > c.BatchSize {
 		errs = append(errs, fmt.Errorf("Workers %d not in [1, BatchSize %d]", c.Workers, c.BatchSize))
 	}
-	if c.Lease < 2*c.Payments.LockTTL {
+	if c.Lease < 2*timing.LockTTL {
 		// Checks start only in the first Lease - LockTTL of a batch.
-		errs = append(errs, fmt.Errorf("Lease %s must be at least twice IDEMPOTENCY_LOCK_TTL (%s)", c.Lease, c.Payments.LockTTL))
+		errs = append(errs, fmt.Errorf("Lease %s must be at least twice IDEMPOTENCY_LOCK_TTL (%s)", c.Lease, timing.LockTTL))
 	}
 	if len(c.Schedule) == 0 {
 		errs = append(errs, errors.New("Schedule is empty"))

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/idempotency"
 )
 
 // GC deletes the idempotency keys past their expiry whose attempt is final,
@@ -14,12 +14,12 @@ import (
 func (r *Reconciler) GC(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, err := db.Q.IdemKeyDeleteExpired(ctx, r.pool, int32(r.cfg.GCBatchSize))
-		total += int(n)
+		n, err := idempotency.DeleteExpired(ctx, r.pool, r.cfg.GCBatchSize)
+		total += n
 		if err != nil {
 			return total, fmt.Errorf("delete expired keys: %w", err)
 		}
-		if n < int64(r.cfg.GCBatchSize) {
+		if n < r.cfg.GCBatchSize {
 			r.log.Info("expired idempotency keys deleted", "deleted", total)
 			return total, nil
 		}

@@ -84,7 +84,7 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 	b.seedAttempts("due_", 100, []string{"UNKNOWN", "PENDING", "CREATED"}, time.Hour)
 	b.exec(`ANALYZE payment_attempts`)
 
-	query := generatedQuery(t, "../db/reconcile.sql.go", "attemptClaimDue")
+	query := generatedQuery(t, "../db/attempts_schedule.sql.go", "attemptClaimDue")
 	// $1 lease_ms, $2 min_age_ms, $3 max_rows, as the generated method binds them.
 	args := []any{int64(5 * time.Minute / time.Millisecond), int64(2 * time.Minute / time.Millisecond), int32(100)}
 	var plan json.RawMessage

@@ -19,23 +19,23 @@ var ErrProviderUnreachable = errors.New("provider unreachable")
 // Reconciler runs the reconciler's jobs against one database and provider.
 type Reconciler struct {
 	pool     *pgxpool.Pool
-	provider payments.Provider
 	svc      *payments.Service
+	provider payments.Provider // svc's
+	timing   payments.Config   // svc's
 	cfg      Config
 	log      *slog.Logger
 }
 
-// New returns a Reconciler; cfg must be valid (see Config.Validate).
-func New(pool *pgxpool.Pool, p payments.Provider, cfg Config) (*Reconciler, error) {
-	if err := cfg.Validate(); err != nil {
+// New returns a Reconciler that resolves attempts through svc, the same
+// payments service (and so the same provider client and timing settings)
+// the pods run; cfg must be valid with svc's timing.
+func New(pool *pgxpool.Pool, svc *payments.Service, cfg Config) (*Reconciler, error) {
+	timing := svc.Config()
+	if err := cfg.validate(timing); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	svc, err := payments.NewService(pool, p, cfg.Payments, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-	return &Reconciler{pool: pool, provider: p, svc: svc, cfg: cfg, log: cfg.Logger}, nil
+	return &Reconciler{pool: pool, svc: svc, provider: svc.Provider(), timing: timing, cfg: cfg, log: cfg.Logger}, nil
 }
 
 // probe asks the provider for an empty list of charges, so that a run that
@@ -44,7 +44,7 @@ func (r *Reconciler) probe(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Payments.RetryBudget+r.cfg.Payments.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timing.RetryBudget+r.timing.CallTimeout)
 	defer cancel()
 	now := time.Now()
 	if _, err := r.provider.ListCharges(ctx, now, now); err != nil {

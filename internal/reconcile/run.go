@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 )
@@ -43,13 +42,6 @@ func (s *Summary) add(o Summary) {
 	s.Errors += o.Errors
 }
 
-// claim is one attempt a batch holds the lease of.
-type claim struct {
-	id          string
-	checkCount  int
-	needsReview bool
-}
-
 // Run resolves due attempts batch by batch until a claim comes back short
 // (nothing more is due), the provider's breaker opens, or ctx ends. It
 // returns ErrProviderUnreachable, before touching anything, if the provider
@@ -71,7 +63,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		}
 		// No check starts after this: one that starts before it ends well
 		// inside the lease, since a check lasts less than the lock TTL.
-		deadline := started.Add(r.cfg.Lease - r.cfg.Payments.LockTTL)
+		deadline := started.Add(r.cfg.Lease - r.timing.LockTTL)
 		got, complete, err := r.runBatch(ctx, claims, deadline)
 		sum.add(got)
 		if err != nil {
@@ -87,32 +79,24 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 	}
 }
 
-func (r *Reconciler) claim(ctx context.Context) ([]claim, error) {
-	rows, err := db.Q.AttemptClaimDue(ctx, r.pool, db.AttemptClaimDueParams{
-		MinAgeMs: r.cfg.MinAge.Milliseconds(),
-		MaxRows:  int32(r.cfg.BatchSize),
-		LeaseMs:  r.cfg.Lease.Milliseconds(),
-	})
+func (r *Reconciler) claim(ctx context.Context) ([]attempts.Claim, error) {
+	claims, err := attempts.ClaimDue(ctx, r.pool, r.cfg.MinAge, r.cfg.BatchSize, r.cfg.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim due attempts: %w", err)
 	}
-	out := make([]claim, len(rows))
-	for i, row := range rows {
-		out[i] = claim{id: row.ID, checkCount: int(row.CheckCount), needsReview: row.NeedsReview}
-	}
-	return out, nil
+	return claims, nil
 }
 
 // runBatch checks claims with Workers at a time. complete is false when it
 // left some unchecked (deadline passed, breaker open or ctx ended); those are
 // handed back due at once, without counting a check.
-func (r *Reconciler) runBatch(ctx context.Context, claims []claim, deadline time.Time) (sum Summary, complete bool, err error) {
+func (r *Reconciler) runBatch(ctx context.Context, claims []attempts.Claim, deadline time.Time) (sum Summary, complete bool, err error) {
 	var (
 		mu        sync.Mutex
 		unchecked []string
 		stopped   string
 		wg        sync.WaitGroup
-		next      = make(chan claim, len(claims))
+		next      = make(chan attempts.Claim, len(claims))
 	)
 	for _, c := range claims {
 		next <- c
@@ -130,7 +114,7 @@ func (r *Reconciler) runBatch(ctx context.Context, claims []claim, deadline time
 				}
 				mu.Lock()
 				if reason != "" {
-					unchecked, stopped = append(unchecked, c.id), reason
+					unchecked, stopped = append(unchecked, c.ID), reason
 				} else {
 					sum.add(got)
 				}
@@ -146,7 +130,7 @@ func (r *Reconciler) runBatch(ctx context.Context, claims []claim, deadline time
 	// The claim's ctx may be over: the hand-back must still happen.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := db.Q.AttemptReleaseClaims(hctx, r.pool, db.AttemptReleaseClaimsParams{Ids: unchecked, DelayMs: 0}); err != nil {
+	if err := attempts.ReleaseClaims(hctx, r.pool, unchecked, 0); err != nil {
 		return sum, false, fmt.Errorf("hand back unchecked attempts: %w", err)
 	}
 	return sum, false, nil
@@ -170,10 +154,10 @@ func (r *Reconciler) stopReason(ctx context.Context, deadline time.Time) string 
 // check resolves one claimed attempt with Sync and records what follows. A
 // non-empty stop says the attempt was not checked after all (the breaker
 // refused the look-up) and why; it is handed back, and the run stops.
-func (r *Reconciler) check(ctx context.Context, c claim) (sum Summary, stop string) {
+func (r *Reconciler) check(ctx context.Context, c attempts.Claim) (sum Summary, stop string) {
 	sum = Summary{Checked: 1}
-	log := r.log.With("payment_id", c.id)
-	a, outcome, err := r.svc.Sync(ctx, c.id, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
+	log := r.log.With("payment_id", c.ID)
+	a, outcome, err := r.svc.Sync(ctx, c.ID, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
 	switch {
 	case errors.Is(err, provider.ErrUnavailable):
 		// Refused before anything was sent: not a check of this attempt.
@@ -191,7 +175,7 @@ func (r *Reconciler) check(ctx context.Context, c claim) (sum Summary, stop stri
 		// key: not a check; look again once that lock must have expired.
 		sum.StillUnknown = 1
 		log.Info("attempt key busy, checking later")
-		if err := r.release(ctx, c, r.cfg.jitter(r.cfg.Payments.LockTTL)); err != nil {
+		if err := r.release(ctx, c, r.cfg.jitter(r.timing.LockTTL)); err != nil {
 			log.Error("hand back busy attempt", "err", err)
 			sum.Errors = 1
 		}
@@ -216,31 +200,26 @@ func (r *Reconciler) check(ctx context.Context, c claim) (sum Summary, stop stri
 	}
 	if flagged {
 		sum.NeedsReview = 1
-		log.Warn("attempt needs review: check schedule spent", "checks", c.checkCount+1)
+		log.Warn("attempt needs review: check schedule spent", "checks", c.CheckCount+1)
 	}
 	return sum, ""
 }
 
 // schedule records an unresolved check and reports whether it newly flagged
 // the attempt for review.
-func (r *Reconciler) schedule(ctx context.Context, c claim) (bool, error) {
-	checks := c.checkCount + 1
+func (r *Reconciler) schedule(ctx context.Context, c attempts.Claim) (bool, error) {
+	checks := c.CheckCount + 1
 	delay, spent := r.cfg.nextDelay(checks)
-	n, err := db.Q.AttemptScheduleNextCheck(context.WithoutCancel(ctx), r.pool, db.AttemptScheduleNextCheckParams{
-		ID: c.id, CheckCount: int32(checks), DelayMs: delay.Milliseconds(), NeedsReview: spent,
-	})
+	recorded, err := attempts.ScheduleNextCheck(context.WithoutCancel(ctx), r.pool, c.ID, checks, delay, spent)
 	if err != nil {
 		return false, err
 	}
-	// n == 0: resolved meanwhile (a webhook): nothing to schedule or flag.
-	return n == 1 && spent && !c.needsReview, nil
+	// Not recorded: resolved meanwhile (a webhook): nothing to schedule or flag.
+	return recorded && spent && !c.NeedsReview, nil
 }
 
-func (r *Reconciler) release(ctx context.Context, c claim, delay time.Duration) error {
-	_, err := db.Q.AttemptReleaseClaims(context.WithoutCancel(ctx), r.pool, db.AttemptReleaseClaimsParams{
-		Ids: []string{c.id}, DelayMs: delay.Milliseconds(),
-	})
-	return err
+func (r *Reconciler) release(ctx context.Context, c attempts.Claim, delay time.Duration) error {
+	return attempts.ReleaseClaims(context.WithoutCancel(ctx), r.pool, []string{c.ID}, delay)
 }
 
 func deref(s *string) string {

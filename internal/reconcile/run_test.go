@@ -86,7 +86,7 @@ func TestRunLeavesRecentNotFoundUnknown(t *testing.T) {
 	cfg.LockTTL = 5 * time.Minute
 	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 3 * time.Minute})
 
-	sum, err := b.reconciler(reconcile.Config{Payments: cfg, Lease: 10 * time.Minute}).Run(b.ctx)
+	sum, err := b.reconcilerWith(b.pool, b.provider, cfg, reconcile.Config{Lease: 10 * time.Minute}).Run(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Summary{Checked: 1, StillUnknown: 1}, sum)
 	a := b.get(id)
@@ -161,7 +161,7 @@ func TestRunProviderUnreachable(t *testing.T) {
 	created := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
 	down := b.newProvider(closedURL(t), provider.Config{})
 
-	_, err := b.reconcilerWith(b.pool, down, reconcile.Config{}).Run(b.ctx)
+	_, err := b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Run(b.ctx)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable, "the job could not run: exit 1")
 	for _, id := range []string{id, created} {
 		a := b.get(id)
@@ -184,7 +184,7 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 	p := b.newProvider(b.simURL, provider.Config{
 		CallTimeout: 300 * time.Millisecond, RetryBudget: time.Second, BreakerFailures: 1, BreakerCooldown: time.Hour,
 	})
-	sum, err := b.reconcilerWith(b.pool, p, reconcile.Config{Workers: 1}).Run(b.ctx)
+	sum, err := b.reconcilerWith(b.pool, p, testPayments, reconcile.Config{Workers: 1}).Run(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Summary{Checked: 1, StillUnknown: 1, Errors: 1}, sum)
 	scheduled, due := 0, 0
@@ -271,7 +271,7 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 		pool, err := db.Open(b.ctx, b.db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		r := b.reconcilerWith(pool, b.newProvider(b.simURL, provider.Config{}), reconcile.Config{BatchSize: 10})
+		r := b.reconcilerWith(pool, b.newProvider(b.simURL, provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
 		wg.Go(func() {
 			<-start
 			sums[i], errs[i] = r.Run(context.Background())
@@ -345,7 +345,7 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 	})
 	cfg := payments.Config{LockTTL: time.Second, KeyTTL: time.Hour, CallTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerCooldown: time.Second}
 	start := time.Now()
-	sum, err := b.reconcilerWith(b.pool, p, reconcile.Config{Payments: cfg, Lease: 2 * time.Second, Workers: 1}).Run(b.ctx)
+	sum, err := b.reconcilerWith(b.pool, p, cfg, reconcile.Config{Lease: 2 * time.Second, Workers: 1}).Run(b.ctx)
 	require.NoError(t, err)
 	// The lease is 2s from the claim; a second of slack for a loaded machine.
 	require.Less(t, time.Since(start), 3*time.Second, "every check ended inside the lease")
@@ -373,9 +373,18 @@ func TestConfigValidate(t *testing.T) {
 		{Lease: 40 * time.Second},
 		{Jitter: 1.5},
 		{Schedule: []time.Duration{time.Minute, 0}},
-		{Payments: payments.Config{LockTTL: 5 * time.Second}},
 	}
 	for _, c := range bad {
 		require.Error(t, c.Validate(), "%+v", c)
 	}
+	// The lease is judged against the payments service's lock TTL.
+	b := setup(t)
+	timing := testPayments
+	timing.LockTTL = 4 * time.Minute
+	svc, err := payments.NewService(b.pool, b.provider, timing, nil)
+	require.NoError(t, err)
+	_, err = reconcile.New(b.pool, svc, reconcile.Config{}) // default lease 5m < 2 × 4m
+	require.ErrorContains(t, err, "Lease")
+	_, err = reconcile.New(b.pool, svc, reconcile.Config{Lease: 8 * time.Minute})
+	require.NoError(t, err)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/provider"
 )
 
@@ -103,34 +102,22 @@ type settleStats struct {
 	unmatchedFailed int // failed charges with no FAILED attempt
 }
 
-// settleAttempt is what settlement compares of an attempt.
-type settleAttempt struct {
-	id       string
-	status   attempts.Status
-	chargeID string
-	amount   int64
-	currency string
-}
-
 func (r *Reconciler) settleCharges(ctx context.Context, charges []provider.Charge, rep *Report, st *settleStats) error {
 	ids := make([]string, 0, 2*len(charges))
 	for _, ch := range charges {
 		ids = append(ids, candidateIDs(ch)...)
 	}
-	rows, err := db.Q.AttemptListForSettle(ctx, r.pool, ids)
+	rows, err := attempts.ListForSettlement(ctx, r.pool, ids)
 	if err != nil {
 		return fmt.Errorf("read attempts: %w", err)
 	}
-	byID := make(map[string]settleAttempt, len(rows))
+	byID := make(map[string]attempts.Settled, len(rows))
 	for _, row := range rows {
-		byID[row.ID] = settleAttempt{
-			id: row.ID, status: attempts.Status(row.Status), chargeID: deref(row.ProviderChargeID),
-			amount: row.Amount, currency: row.Currency,
-		}
+		byID[row.ID] = row
 	}
 	var errs []error
 	for _, ch := range charges {
-		var a *settleAttempt
+		var a *attempts.Settled
 		for _, id := range candidateIDs(ch) {
 			if found, ok := byID[id]; ok {
 				a = &found
@@ -158,47 +145,47 @@ func candidateIDs(ch provider.Charge) []string {
 	return ids
 }
 
-func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *settleAttempt, rep *Report, st *settleStats) error {
+func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
 	succeeded := ch.Status == provider.ChargeSucceeded
 	switch {
-	case a != nil && a.chargeID == ch.ID && a.status == attempts.Succeeded && succeeded:
-		if a.amount == ch.Amount && a.currency == ch.Currency {
+	case a != nil && a.ChargeID == ch.ID && a.Status == attempts.Succeeded && succeeded:
+		if a.Amount == ch.Amount && a.Currency == ch.Currency {
 			rep.Matched++
 			return nil
 		}
 		rep.AmountMismatches++
 		return r.anomaly(ctx, attempts.Anomaly{
-			Kind: AnomalyAmountMismatch, AttemptID: a.id, ChargeID: ch.ID,
+			Kind: AnomalyAmountMismatch, AttemptID: a.ID, ChargeID: ch.ID,
 			Detail: map[string]any{
-				"attempt_amount": a.amount, "attempt_currency": a.currency,
+				"attempt_amount": a.Amount, "attempt_currency": a.Currency,
 				"charge_amount": ch.Amount, "charge_currency": ch.Currency,
 			},
 			DedupeKey: AnomalyAmountMismatch + ":" + ch.ID,
 		})
-	case a != nil && a.status == attempts.Failed && !succeeded:
+	case a != nil && a.Status == attempts.Failed && !succeeded:
 		rep.Matched++
 		return nil
-	case a != nil && a.chargeID == ch.ID && a.status == attempts.Succeeded:
+	case a != nil && a.ChargeID == ch.ID && a.Status == attempts.Succeeded:
 		// Our SUCCEEDED payment's charge is failed at the provider.
 		return r.anomaly(ctx, attempts.Anomaly{
-			Kind: AnomalyStatusMismatch, AttemptID: a.id, ChargeID: ch.ID,
-			Detail:    map[string]any{"attempt_status": a.status, "charge_status": ch.Status},
+			Kind: AnomalyStatusMismatch, AttemptID: a.ID, ChargeID: ch.ID,
+			Detail:    map[string]any{"attempt_status": a.Status, "charge_status": ch.Status},
 			DedupeKey: AnomalyStatusMismatch + ":" + ch.ID,
 		})
 	case !succeeded:
 		// A failed charge moved no money: nothing to refund.
 		st.unmatchedFailed++
 		return nil
-	case a != nil && !a.status.Final():
+	case a != nil && !a.Status.Final():
 		// Run (or a retry, or a webhook) will resolve the attempt with it.
 		st.unresolved++
 		return nil
-	case a != nil && a.status == attempts.Succeeded && a.chargeID == "":
+	case a != nil && a.Status == attempts.Succeeded && a.ChargeID == "":
 		// Cannot happen (SUCCEEDED always records its charge); refunding on
 		// a broken record could refund a real payment, so a human decides.
 		return r.anomaly(ctx, attempts.Anomaly{
-			Kind: AnomalyStatusMismatch, AttemptID: a.id, ChargeID: ch.ID,
-			Detail:    map[string]any{"attempt_status": a.status, "charge_status": ch.Status, "why": "attempt records no charge"},
+			Kind: AnomalyStatusMismatch, AttemptID: a.ID, ChargeID: ch.ID,
+			Detail:    map[string]any{"attempt_status": a.Status, "charge_status": ch.Status, "why": "attempt records no charge"},
 			DedupeKey: AnomalyStatusMismatch + ":" + ch.ID,
 		})
 	}
@@ -207,16 +194,16 @@ func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *se
 	return r.refundOrphan(ctx, ch, a, rep, st)
 }
 
-func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *settleAttempt, rep *Report, st *settleStats) error {
+func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
 	detail := map[string]any{
 		"amount": ch.Amount, "currency": ch.Currency, "reference": ch.Reference,
 		"idempotency_key": ch.IdempotencyKey, "refund_key": RefundKey(ch.ID),
 	}
 	an := attempts.Anomaly{Kind: AnomalyOrphanCharge, ChargeID: ch.ID, Detail: detail, DedupeKey: AnomalyOrphanCharge + ":" + ch.ID}
 	if a != nil {
-		an.AttemptID = a.id
-		detail["attempt_status"] = a.status
-		detail["attempt_charge_id"] = a.chargeID
+		an.AttemptID = a.ID
+		detail["attempt_status"] = a.Status
+		detail["attempt_charge_id"] = a.ChargeID
 	}
 	// Recorded before the refund, so a human sees the orphan even if the
 	// refund fails.
@@ -253,14 +240,12 @@ func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *se
 func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCharges map[string]bool, rep *Report) error {
 	after, afterID := from.Add(-time.Microsecond), ""
 	for {
-		rows, err := db.Q.AttemptListSucceededCreatedBetween(ctx, r.pool, db.AttemptListSucceededCreatedBetweenParams{
-			FromTime: from, ToTime: to, AfterCreatedAt: after, AfterID: afterID, MaxRows: settleChunk,
-		})
+		rows, err := attempts.ListSucceededCreatedBetween(ctx, r.pool, from, to, after, afterID, settleChunk)
 		if err != nil {
 			return fmt.Errorf("read succeeded attempts: %w", err)
 		}
 		for _, row := range rows {
-			stored := deref(row.ProviderChargeID)
+			stored := row.ChargeID
 			if stored != "" && dayCharges[stored] {
 				continue
 			}

@@ -88,7 +88,7 @@ func TestSettleEmptyDayAndUnreachableProvider(t *testing.T) {
 	require.Equal(t, reconcile.Report{Day: "2020-02-29"}, rep)
 
 	down := b.newProvider(closedURL(t), provider.Config{})
-	_, err = b.reconcilerWith(b.pool, down, reconcile.Config{}).Settle(b.ctx, day)
+	_, err = b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Settle(b.ctx, day)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable)
 }
 

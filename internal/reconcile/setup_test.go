@@ -76,7 +76,7 @@ func (b *bundle) newProvider(url string, cfg provider.Config) *provider.Resilien
 	if cfg.CallTimeout == 0 {
 		cfg = provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: 10 * time.Second}
 	}
-	return provider.NewResilient(provider.NewSim(url, simAPIKey, &http.Client{}), cfg, nil)
+	return provider.NewResilient(provider.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
 }
 
 // testPayments are timings that match the fast test provider client.
@@ -85,19 +85,20 @@ var testPayments = payments.Config{
 	CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerCooldown: 10 * time.Second,
 }
 
-// reconciler returns a Reconciler on the bundle's database and simulator;
-// zero fields of cfg take the test's defaults.
+// reconciler returns a Reconciler on the bundle's database and simulator
+// with the test's timing settings.
 func (b *bundle) reconciler(cfg reconcile.Config) *reconcile.Reconciler {
 	b.t.Helper()
-	return b.reconcilerWith(b.pool, b.provider, cfg)
+	return b.reconcilerWith(b.pool, b.provider, testPayments, cfg)
 }
 
-func (b *bundle) reconcilerWith(pool *pgxpool.Pool, p payments.Provider, cfg reconcile.Config) *reconcile.Reconciler {
+// reconcilerWith returns a Reconciler whose payments service runs on pool
+// and p with the timing settings timing.
+func (b *bundle) reconcilerWith(pool *pgxpool.Pool, p payments.Provider, timing payments.Config, cfg reconcile.Config) *reconcile.Reconciler {
 	b.t.Helper()
-	if cfg.Payments == (payments.Config{}) {
-		cfg.Payments = testPayments
-	}
-	r, err := reconcile.New(pool, p, cfg)
+	svc, err := payments.NewService(pool, p, timing, nil)
+	require.NoError(b.t, err)
+	r, err := reconcile.New(pool, svc, cfg)
 	require.NoError(b.t, err)
 	return r
 }
@@ -190,7 +191,7 @@ func (b *bundle) attempt(o attemptOpts) string {
 			return err
 		}
 		if a.Status.Final() {
-			_, err = payments.Settle(b.ctx, tx, res.Lock, a)
+			_, err = payments.FinishKey(b.ctx, tx, res.Lock, a)
 		}
 		return err
 	}))

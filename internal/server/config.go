@@ -1,6 +1,8 @@
-// Package server wires paymentsvc together: configuration, database,
-// provider, HTTP API, webhooks and the outbox relay, and runs them until a
-// signal asks it to drain and stop. cmd/paymentsvc only parses arguments.
+// Package server is paymentsvc's wiring: its configuration, and Serve, which
+// builds the service (the database, provider and payments service through
+// internal/app, the one wiring path it shares with the reconciler), the HTTP
+// API, webhooks and the outbox relay, and runs them until a signal asks it to
+// drain and stop. cmd/paymentsvc only parses arguments.
 package server
 
 import (
@@ -11,7 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/settings"
 )
 
-// Config is paymentsvc's configuration (CONTRACT §2).
+// Config is paymentsvc's configuration (docs/configuration.md).
 type Config struct {
 	settings.Shared
 	HTTPAddr        string

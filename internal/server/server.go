@@ -11,16 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
+	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/outbox"
-	"github.com/acme/paymentsvc/internal/payments"
-	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
@@ -35,25 +32,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// OpenDB creates the database if missing, connects, and migrates unless
-// migrate is false.
-func OpenDB(ctx context.Context, databaseURL string, migrate bool, log *slog.Logger) (*pgxpool.Pool, error) {
-	if err := db.EnsureDatabase(ctx, databaseURL); err != nil {
-		return nil, err
-	}
-	pool, err := db.Open(ctx, databaseURL)
-	if err != nil {
-		return nil, err
-	}
-	if migrate {
-		if err := db.Migrate(ctx, pool, log); err != nil {
-			pool.Close()
-			return nil, err
-		}
-	}
-	return pool, nil
-}
-
 // Serve runs the service until ctx is cancelled (SIGINT/SIGTERM), then
 // drains: readiness turns 503, the listener closes, in-flight requests
 // (their provider calls and completing transactions included) finish within
@@ -63,27 +41,16 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	failpoint.Arm(cfg.Failpoint)
-	pool, err := OpenDB(ctx, cfg.DatabaseURL, cfg.AutoMigrate, log)
+	a, err := app.Open(ctx, cfg.Shared, app.Options{CreateDatabase: true, Migrate: cfg.AutoMigrate}, log)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	defer metrics.RegisterBacklog(pool, log)()
-
-	// Enough idle connections that concurrent payments reuse them instead of
-	// opening one per call; every call has its own timeout in the wrapper.
-	providerHTTP := &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 64,
-		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 5 * time.Second,
-	}}
-	prov := provider.NewResilient(provider.NewSim(cfg.ProviderURL, cfg.ProviderAPIKey, providerHTTP), cfg.Provider(), log)
-	svc, err := payments.NewService(pool, prov, cfg.Payments(), log)
-	if err != nil {
-		return err
-	}
+	defer a.Close()
+	pool := a.Pool
+	defer metrics.RegisterBacklog(a.Backlog, log)()
 	draining := new(atomic.Bool)
 	handler := api.New(api.Deps{
-		Pool: pool, Payments: svc, Webhooks: webhook.NewHandler(pool, cfg.WebhookSecrets, log),
+		Pool: pool, Payments: a.Payments, Webhooks: webhook.NewHandler(pool, cfg.WebhookSecrets, log),
 		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log,
 	})
 

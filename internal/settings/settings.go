@@ -1,5 +1,5 @@
 // Package settings registers the configuration that paymentsvc and the
-// reconciler share (CONTRACT.md §2): the database, the provider, and the
+// reconciler share (docs/configuration.md): the database, the provider, and the
 // timing of locks and provider calls. The reconciler must read the same
 // values as the pods, so both read them through this one registration.
 package settings

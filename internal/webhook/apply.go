@@ -86,52 +86,47 @@ func apply(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{outcome: outcomeUnknownCharge}, err
 	}
 	// Decide on the locked row: a racing API transaction or reconciler either
-	// committed before this lock (and we see its status) or waits for our
-	// commit (and its own Transition then sees ours and applies nothing).
-	row, err := db.Q.AttemptGetForUpdate(ctx, tx, found.ID)
+	// committed before the lock (and decide sees its status) or waits for our
+	// commit (and then decides on ours).
+	var v verdict
+	a, moved, err := attempts.Update(ctx, tx, found.ID, func(a attempts.Attempt) (attempts.Change, bool) {
+		v = decide(a, ev)
+		return change(ev, v), v.kind == verdictMove
+	})
 	if err != nil {
-		return result{}, fmt.Errorf("lock attempt %s: %w", found.ID, db.Translate(err))
+		return result{}, err
 	}
-	a := attempts.FromRow(row)
 	res := result{attemptID: a.ID}
-	v := decide(a, ev)
-	switch v.kind {
-	case verdictNoop:
-		res.outcome = outcomeNoop
-	case verdictConflict:
+	switch {
+	case moved:
+		res.outcome, res.moved = outcomeApplied, v.to
+	case v.kind == verdictConflict:
 		res.outcome = outcomeAnomaly
 		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, v.reason))
-	case verdictRefund:
+	case v.kind == verdictRefund:
 		res.outcome = outcomeAnomaly
 		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyRefundReported, ev, &a, v.reason))
-	case verdictMove:
-		res.outcome, res.moved, err = move(ctx, tx, a, ev, v.to)
+	default:
+		// verdictNoop, or a move that Update found is no edge (cannot happen
+		// while decide checks edges on the locked row): nothing changed.
+		res.outcome = outcomeNoop
 	}
 	return res, err
 }
 
-// move applies the transition decide chose.
-func move(ctx context.Context, tx pgx.Tx, a attempts.Attempt, ev event, to attempts.Status) (string, attempts.Status, error) {
+// change is the transition a verdictMove asks for.
+func change(ev event, v verdict) attempts.Change {
 	c := attempts.Change{
-		ID: a.ID, To: to, ChargeID: ev.Data.Charge.ID,
+		To: v.to, ChargeID: ev.Data.Charge.ID,
 		Source: attempts.SourceWebhook, Reason: ev.Type + " " + ev.ID,
 	}
-	if to == attempts.Failed {
+	if v.to == attempts.Failed {
 		c.FailureCode = ev.Data.Charge.FailureCode
 		if c.FailureCode == "" {
 			c.FailureCode = defaultFailureCode
 		}
 	}
-	_, applied, err := attempts.Transition(ctx, tx, c)
-	if err != nil {
-		return "", "", err
-	}
-	if !applied {
-		// Cannot happen while we hold the row lock and decide checked the
-		// edge; if it does, nothing changed, which is what noop means.
-		return outcomeNoop, "", nil
-	}
-	return outcomeApplied, to, nil
+	return c
 }
 
 // findAttempt finds the attempt a charge belongs to: by our reference (the

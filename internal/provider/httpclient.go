@@ -38,11 +38,12 @@ const codeNotFound = "resource_missing"
 // look like proof that no charge exists.
 var errEmptyKey = errors.New("provider: empty idempotency key")
 
-// Sim is the HTTP client of the simulator's provider API (CONTRACT §2). Each
-// method is exactly one HTTP call, bounded only by its context and never
+// HTTPClient is the HTTP client of a provider that speaks the simulator's
+// Stripe-like API (docs/providers.md). Each method is exactly one HTTP call, bounded only by its context and never
 // retried; Resilient adds timeouts, retries and the breaker. Every failure of
 // a call that was attempted is a *CallError.
-type Sim struct {
+type HTTPClient struct {
+	name    string
 	baseURL string
 	apiKey  string
 	client  *http.Client
@@ -50,15 +51,26 @@ type Sim struct {
 
 // NewSim returns a client for the provider API at baseURL that authenticates
 // with apiKey; a nil httpClient means http.DefaultClient.
-func NewSim(baseURL, apiKey string, httpClient *http.Client) *Sim {
+func NewHTTPClient(name, baseURL, apiKey string, httpClient *http.Client) *HTTPClient {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	return &Sim{baseURL: strings.TrimRight(baseURL, "/"), apiKey: apiKey, client: httpClient}
+	return &HTTPClient{name: name, baseURL: strings.TrimRight(baseURL, "/"), apiKey: apiKey, client: httpClient}
 }
 
 // Name is the provider's name as stored on attempts.
-func (s *Sim) Name() string { return "sim" }
+func (s *HTTPClient) Name() string { return s.name }
+
+// PooledHTTP returns the http.Client provider calls are made with: it keeps
+// enough idle connections that concurrent payments reuse them instead of
+// opening one per call. It sets no timeout of its own: every call has its
+// context's, set by Resilient.
+func PooledHTTP() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 64,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 5 * time.Second,
+	}}
+}
 
 // chargeBody is the body of POST /v1/charges.
 type chargeBody struct {
@@ -79,7 +91,7 @@ type errorBody struct {
 
 // PostCharge makes one POST /v1/charges. A decline is a *CallError of
 // KindDeclined carrying the failed charge.
-func (s *Sim) PostCharge(ctx context.Context, req ChargeRequest) (Charge, error) {
+func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge, error) {
 	body := chargeBody{Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod, Reference: req.Reference}
 	resp, err := s.do(ctx, opCharge, http.MethodPost, "/v1/charges", nil, req.IdempotencyKey, body)
 	if err != nil {
@@ -116,7 +128,7 @@ func (s *Sim) PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
 
 // ChargeByKey makes one GET /v1/charges?idempotency_key=key. A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
-func (s *Sim) ChargeByKey(ctx context.Context, key string) (Charge, error) {
+func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
 	if key == "" {
 		return Charge{}, errEmptyKey
 	}
@@ -139,7 +151,7 @@ func (s *Sim) ChargeByKey(ctx context.Context, key string) (Charge, error) {
 
 // ListCharges makes one GET /v1/charges?created_gte=&created_lt= for the
 // charges created in [from, to).
-func (s *Sim) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
+func (s *HTTPClient) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
 	q := url.Values{
 		"created_gte": {strconv.FormatInt(ceilUnix(from), 10)},
 		"created_lt":  {strconv.FormatInt(ceilUnix(to), 10)},
@@ -164,7 +176,7 @@ func (s *Sim) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, er
 }
 
 // Refund makes one POST /v1/refunds for the whole of chargeID.
-func (s *Sim) Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error) {
+func (s *HTTPClient) Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error) {
 	body := struct {
 		Charge string `json:"charge"`
 	}{chargeID}
@@ -203,7 +215,7 @@ type response struct {
 
 // do sends one request and reads the whole answer. Its errors are *CallError
 // of KindTransport, KindTimeout or KindCanceled.
-func (s *Sim) do(ctx context.Context, op, method, path string, query url.Values, key string, in any) (response, error) {
+func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.Values, key string, in any) (response, error) {
 	// GotConn is the last moment before which nothing can have been written:
 	// without a connection the request provably never left.
 	var connected atomic.Bool

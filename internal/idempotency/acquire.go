@@ -83,7 +83,7 @@ func insert(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key s
 			TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: attemptID,
 			LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(db.Translate(err), db.ErrNotFound) {
 			return nil // someone else owns it
 		}
 		if err != nil {
@@ -104,7 +104,7 @@ func insert(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key s
 
 func existing(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte) (Result, error) {
 	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Result{}, errRace // deleted by gc meanwhile: insert again
 	}
 	if err != nil {
@@ -133,8 +133,8 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 	token, err := db.Q.IdemKeyTakeover(ctx, q, db.IdemKeyTakeoverParams{
 		TenantID: tenantID, Key: key, SeenToken: seen, LockTtlMs: cfg.LockTTL.Milliseconds(),
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Lock{}, false, nil
+	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
+		return Lock{}, false, nil // taken over, completed or deleted meanwhile
 	}
 	if err != nil {
 		return Lock{}, false, fmt.Errorf("take over key: %w", err)
@@ -148,14 +148,14 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 // a final response, or was taken by someone else first.
 func TakeOverForAttempt(ctx context.Context, pool *pgxpool.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
 	ref, err := db.Q.IdemKeyGetByAttempt(ctx, pool, attemptID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil
 	}
 	if err != nil {
 		return Lock{}, false, fmt.Errorf("read key of %s: %w", attemptID, err)
 	}
 	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: ref.TenantID, Key: ref.Key})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil
 	}
 	if err != nil {
@@ -166,32 +166,3 @@ func TakeOverForAttempt(ctx context.Context, pool *pgxpool.Pool, cfg Config, att
 	}
 	return takeover(ctx, pool, cfg, ref.TenantID, ref.Key, row.LockToken)
 }
-
-// Hold locks the key row in tx and reports whether l still owns it (same
-// token, no final response). Call it first in a completing transaction: the
-// row lock keeps the key as checked until commit.
-func Hold(ctx context.Context, tx db.DBTX, l Lock) (bool, error) {
-	_, err := db.Q.IdemKeyLockOwned(ctx, tx, db.IdemKeyLockOwnedParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// Complete stores the final response under l and unlocks the key; false if
-// l no longer owns it.
-func Complete(ctx context.Context, tx db.DBTX, l Lock, code int, body []byte) (bool, error) {
-	n, err := db.Q.IdemKeyComplete(ctx, tx, db.IdemKeyCompleteParams{
-		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, ResponseCode: ptr(int32(code)), ResponseBody: body,
-	})
-	return n == 1, err
-}
-
-// Release unlocks the key without a final response, so that the next
-// request with it resumes the attempt; false if l no longer owns it.
-func Release(ctx context.Context, q db.DBTX, l Lock) (bool, error) {
-	n, err := db.Q.IdemKeyRelease(ctx, q, db.IdemKeyReleaseParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token})
-	return n == 1, err
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -47,7 +47,7 @@ func TestSimPostChargeClassifiesFailures(t *testing.T) {
 			var f *fakeProvider
 			f = newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) { tt.answer(f, w, r) })
 
-			_, err := NewSim(f.url, testAPIKey, nil).PostCharge(t.Context(), declinedReq("k1"))
+			_, err := NewHTTPClient("sim", f.url, testAPIKey, nil).PostCharge(t.Context(), declinedReq("k1"))
 
 			var ce *CallError
 			require.ErrorAs(t, err, &ce)
@@ -70,7 +70,7 @@ func TestSimConnectionRefusedIsNotSent(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 
-	_, err := NewSim(srv.URL, testAPIKey, nil).PostCharge(t.Context(), chargeReq("k1"))
+	_, err := NewHTTPClient("sim", srv.URL, testAPIKey, nil).PostCharge(t.Context(), chargeReq("k1"))
 
 	var ce *CallError
 	require.ErrorAs(t, err, &ce)

@@ -1,0 +1,91 @@
+// Package app builds what both binaries run on from the settings they share
+// (internal/settings): the database pool, the provider client and the
+// payments service. paymentsvc (internal/server) and the reconciler
+// (cmd/reconciler) are wired through it and nowhere else, so the reconciler
+// calls the provider with the same client, breaker and timings as the pods.
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/settings"
+)
+
+// Options say how Open treats the database.
+type Options struct {
+	// CreateDatabase creates the database named in DATABASE_URL if it does
+	// not exist (paymentsvc; never the reconciler).
+	CreateDatabase bool
+	// Migrate applies pending migrations (under an advisory lock).
+	Migrate bool
+}
+
+// App is the wired service.
+type App struct {
+	Pool     *pgxpool.Pool
+	Provider *provider.Resilient
+	Payments *payments.Service
+}
+
+// Open connects to the database (creating and migrating it as opt says) and
+// builds the provider client and the payments service on it. s must be valid.
+func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger) (*App, error) {
+	pool, err := OpenDB(ctx, s.DatabaseURL, opt, log)
+	if err != nil {
+		return nil, err
+	}
+	prov := provider.NewResilient(
+		provider.NewHTTPClient("sim", s.ProviderURL, s.ProviderAPIKey, provider.PooledHTTP()),
+		s.Provider(), log)
+	svc, err := payments.NewService(pool, prov, s.Payments(), log)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &App{Pool: pool, Provider: prov, Payments: svc}, nil
+}
+
+// Close closes the pool.
+func (a *App) Close() { a.Pool.Close() }
+
+// OpenDB connects a pool to databaseURL, creating and migrating the database
+// as opt says.
+func OpenDB(ctx context.Context, databaseURL string, opt Options, log *slog.Logger) (*pgxpool.Pool, error) {
+	if opt.CreateDatabase {
+		if err := db.EnsureDatabase(ctx, databaseURL); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := db.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Migrate {
+		if err := db.Migrate(ctx, pool, log); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	return pool, nil
+}
+
+// Backlog reads the unresolved attempts for the metrics' backlog gauges.
+func (a *App) Backlog(ctx context.Context) ([]metrics.Backlog, error) {
+	rows, err := attempts.Unresolved(ctx, a.Pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.Backlog, len(rows))
+	for i, r := range rows {
+		out[i] = metrics.Backlog{Status: string(r.Status), Unresolved: r.Unresolved, NeedsReview: r.NeedsReview, OldestSeconds: r.OldestSeconds}
+	}
+	return out, nil
+}
