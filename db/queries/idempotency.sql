@@ -37,6 +37,17 @@ SELECT attempt_id FROM idempotency_keys
 WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL
 FOR UPDATE;
 
+-- Renew extends the owner's lock to a whole lock TTL from now, where "now"
+-- is the wall clock of the database at this statement (clock_timestamp(),
+-- not the transaction's start), so a transaction that waited on locks still
+-- grants the full TTL from the moment it runs. Only the owner renews.
+-- name: IdemKeyRenew :execrows
+UPDATE idempotency_keys
+SET locked_until = clock_timestamp() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
+    updated_at   = now()
+WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key)
+  AND lock_token = sqlc.arg(lock_token) AND response_code IS NULL;
+
 -- name: IdemKeyComplete :execrows
 UPDATE idempotency_keys
 SET response_code = $4, response_body = $5, locked_until = NULL, updated_at = now()

@@ -67,7 +67,7 @@ func TestRedeliveredEventAppliedOnce(t *testing.T) {
 func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t).Pool
-	inbox := &Inbox{pool: pool}
+	inbox := &Inbox{pool: pool.Pool}
 	if err := inbox.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -200,11 +200,11 @@ func setup(t *testing.T) *bundle {
 
 	tdb := testdb.New(t)
 	cfg.DatabaseURL = tdb.URL
-	inbox := &Inbox{pool: tdb.Pool}
+	inbox := &Inbox{pool: tdb.Pool.Pool}
 	if err := inbox.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{cfg: cfg, inbox: inbox, pool: tdb.Pool, js: js}
+	return &bundle{cfg: cfg, inbox: inbox, pool: tdb.Pool.Pool, js: js}
 }
 
 // publish sends event id as the payments service would, under msgID.

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/reqlog"
@@ -24,7 +24,7 @@ import (
 
 // Deps are what the API is built from.
 type Deps struct {
-	Pool     *pgxpool.Pool
+	Pool     *db.Pool
 	Payments *payments.Service
 	Webhooks http.Handler // POST /v1/webhooks/sim
 	OpenAPI  []byte       // served at /openapi.yaml

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/api"
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
@@ -25,7 +25,7 @@ import (
 // provider simulator, with two tenants.
 type bundle struct {
 	t    testing.TB
-	pool *pgxpool.Pool
+	pool *db.Pool
 	url  string
 	a, b tenants.Created
 }

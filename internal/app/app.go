@@ -9,8 +9,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
@@ -30,7 +28,7 @@ type Options struct {
 
 // App is the wired service.
 type App struct {
-	Pool     *pgxpool.Pool
+	Pool     *db.Pool
 	Provider *provider.Resilient
 	Payments *payments.Service
 }
@@ -58,7 +56,7 @@ func (a *App) Close() { a.Pool.Close() }
 
 // OpenDB connects a pool to databaseURL, creating and migrating the database
 // as opt says.
-func OpenDB(ctx context.Context, databaseURL string, opt Options, log *slog.Logger) (*pgxpool.Pool, error) {
+func OpenDB(ctx context.Context, databaseURL string, opt Options, log *slog.Logger) (*db.Pool, error) {
 	if opt.CreateDatabase {
 		if err := db.EnsureDatabase(ctx, databaseURL); err != nil {
 			return nil, err

@@ -6,19 +6,16 @@
 //
 // # State machine
 //
-//	CREATED ──▶ PENDING ──▶ SUCCEEDED
-//	               │    ├─▶ FAILED
-//	               │    └─▶ UNKNOWN ──▶ SUCCEEDED | FAILED
-//	CREATED ──▶ FAILED   (abandoned: never reached the provider)
-//
-// CREATED means the attempt and its idempotency key are committed and the
-// provider has not been called. PENDING is committed before the first
-// provider call, so a crash from then on leaves a PENDING attempt that a
-// retry or the reconciler resolves by asking the provider. UNKNOWN means the
-// provider may or may not have charged (timeout, 5xx, lost response): it is
-// never guessed to be FAILED. SUCCEEDED and FAILED are final: nothing moves
-// an attempt out of them; a report that contradicts a final status is
-// recorded as an anomaly instead.
+// The statuses and edges are internal/lifecycle's (shared with refunds; see
+// its package comment). CREATED means the attempt and its idempotency key
+// are committed and the provider has not been called. PENDING is committed
+// before the first provider call, so a crash from then on leaves a PENDING
+// attempt that a retry or the reconciler resolves by asking the provider;
+// a request none of whose calls can have reached the provider moves it back
+// to CREATED (not_sent) before answering 503. UNKNOWN means the provider may
+// or may not have charged: it is never guessed to be FAILED. SUCCEEDED and
+// FAILED are final: nothing moves an attempt out of them; a report that
+// contradicts a final status is recorded as an anomaly instead.
 //
 // # Transitions
 //

@@ -1,72 +1,34 @@
 package attempts
 
-// Status is the state of a payment attempt.
-type Status string
+import "github.com/acme/paymentsvc/internal/lifecycle"
 
-// The statuses of the state machine.
-const (
-	Created   Status = "CREATED"
-	Pending   Status = "PENDING"
-	Succeeded Status = "SUCCEEDED"
-	Failed    Status = "FAILED"
-	Unknown   Status = "UNKNOWN"
-)
+// The state machine is lifecycle's, shared with refunds; these names let the
+// payment code say attempts.Succeeded.
+
+// Status is the state of a payment attempt.
+type Status = lifecycle.Status
 
 // Source names who caused a transition, as recorded in the audit table.
-type Source string
+type Source = lifecycle.Source
 
-// The sources of transitions.
+// The statuses, sources and failure codes of lifecycle.
 const (
-	SourceAPI        Source = "api"
-	SourceWebhook    Source = "webhook"
-	SourceReconciler Source = "reconciler"
+	Created   = lifecycle.Created
+	Pending   = lifecycle.Pending
+	Succeeded = lifecycle.Succeeded
+	Failed    = lifecycle.Failed
+	Unknown   = lifecycle.Unknown
+
+	SourceAPI        = lifecycle.SourceAPI
+	SourceWebhook    = lifecycle.SourceWebhook
+	SourceReconciler = lifecycle.SourceReconciler
+
+	FailureAbandoned        = lifecycle.FailureAbandoned
+	FailureProviderNoRecord = lifecycle.FailureProviderNoRecord
 )
-
-// Failure codes this service sets itself (declines carry the provider's code).
-const (
-	FailureAbandoned        = "abandoned"
-	FailureProviderNoRecord = "provider_no_record"
-)
-
-// edges lists, for each status, the statuses it may move to.
-var edges = map[Status][]Status{
-	Created: {Pending, Failed},
-	Pending: {Succeeded, Failed, Unknown},
-	Unknown: {Succeeded, Failed},
-}
-
-// Final reports whether no transition leaves s.
-func (s Status) Final() bool { return s == Succeeded || s == Failed }
-
-// Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
-	switch s {
-	case Created, Pending, Succeeded, Failed, Unknown:
-		return true
-	}
-	return false
-}
 
 // CanTransition reports whether from → to is an edge of the state machine.
-func CanTransition(from, to Status) bool {
-	for _, s := range edges[from] {
-		if s == to {
-			return true
-		}
-	}
-	return false
-}
+func CanTransition(from, to Status) bool { return lifecycle.CanTransition(from, to) }
 
-// LegalPath reports whether the sequence of statuses, starting at CREATED,
-// follows the state machine's edges. Tests use it on audit trails.
-func LegalPath(path []Status) bool {
-	if len(path) == 0 || path[0] != Created {
-		return false
-	}
-	for i := 1; i < len(path); i++ {
-		if !CanTransition(path[i-1], path[i]) {
-			return false
-		}
-	}
-	return true
-}
+// LegalPath reports whether an audit trail follows the state machine's edges.
+func LegalPath(path []Status) bool { return lifecycle.LegalPath(path) }

@@ -198,6 +198,38 @@ func (q *Queries) IdemKeyRelease(ctx context.Context, db DBTX, arg IdemKeyReleas
 	return result.RowsAffected(), nil
 }
 
+const idemKeyRenew = `-- name: IdemKeyRenew :execrows
+UPDATE idempotency_keys
+SET locked_until = clock_timestamp() + $1::bigint * interval '1 millisecond',
+    updated_at   = now()
+WHERE tenant_id = $2 AND key = $3
+  AND lock_token = $4 AND response_code IS NULL
+`
+
+type IdemKeyRenewParams struct {
+	LockTtlMs int64
+	TenantID  string
+	Key       string
+	LockToken int64
+}
+
+// Renew extends the owner's lock to a whole lock TTL from now, where "now"
+// is the wall clock of the database at this statement (clock_timestamp(),
+// not the transaction's start), so a transaction that waited on locks still
+// grants the full TTL from the moment it runs. Only the owner renews.
+func (q *Queries) IdemKeyRenew(ctx context.Context, db DBTX, arg IdemKeyRenewParams) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyRenew,
+		arg.LockTtlMs,
+		arg.TenantID,
+		arg.Key,
+		arg.LockToken,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const idemKeyTakeover = `-- name: IdemKeyTakeover :one
 UPDATE idempotency_keys
 SET lock_token   = lock_token + 1,

@@ -22,16 +22,22 @@ import (
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
 const migrateLockID int64 = 0x7061796d656e7473 // "payments"
 
-// Open connects a pool to databaseURL.
-func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+// Open connects a pool to databaseURL. Unless the URL sets pool_max_conns,
+// the pool has DefaultMaxConns connections; every wait for one is bounded by
+// DefaultAcquireTimeout.
+func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns()
+	}
+	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
+	pool := &Pool{Pool: pgxPool, AcquireTimeout: DefaultAcquireTimeout}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
@@ -80,7 +86,7 @@ func isDuplicateDatabase(err error) bool {
 
 // Migrate applies every pending migration while holding a session advisory
 // lock, so that pods starting together migrate one after another.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+func Migrate(ctx context.Context, pool *Pool, log *slog.Logger) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -91,7 +97,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockID) }()
 
-	sqlDB := stdlib.OpenDBFromPool(pool)
+	sqlDB := stdlib.OpenDBFromPool(pool.Pool)
 	defer sqlDB.Close()
 	return runGoose(ctx, sqlDB, log)
 }

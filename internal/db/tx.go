@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Q is the one stateless query set; every query takes its executor.
@@ -50,7 +49,7 @@ func ConstraintName(err error) string {
 // WithTx runs fn in a transaction and commits it if fn returns nil. The
 // rollback does not use ctx: a cancelled request must still release its
 // transaction promptly rather than leave it to the pool.
-func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+func WithTx(ctx context.Context, pool *Pool, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

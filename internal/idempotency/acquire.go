@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/paymentsvc/internal/db"
 )
@@ -58,7 +57,7 @@ type CreateFunc func(ctx context.Context, tx pgx.Tx, attemptID string) error
 // Acquire claims (tenantID, key) for a request with fingerprint fp. A new
 // key is inserted together with its attempt (create, given the attempt id);
 // an error from create rolls both back and is returned as is.
-func Acquire(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte, newAttemptID string, create CreateFunc) (Result, error) {
+func Acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newAttemptID string, create CreateFunc) (Result, error) {
 	for range 5 {
 		res, inserted, err := insert(ctx, pool, cfg, tenantID, key, fp, newAttemptID, create)
 		if err != nil || inserted {
@@ -75,7 +74,7 @@ func Acquire(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key 
 
 var errRace = errors.New("idempotency: raced")
 
-func insert(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte, attemptID string, create CreateFunc) (Result, bool, error) {
+func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, attemptID string, create CreateFunc) (Result, bool, error) {
 	var res Result
 	inserted := false
 	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
@@ -102,7 +101,7 @@ func insert(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key s
 	return res, inserted, nil
 }
 
-func existing(ctx context.Context, pool *pgxpool.Pool, cfg Config, tenantID, key string, fp []byte) (Result, error) {
+func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte) (Result, error) {
 	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
 	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Result{}, errRace // deleted by gc meanwhile: insert again
@@ -146,7 +145,7 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 // would (the reconciler and GET ?sync=true use it), so they never race a live
 // request. ok is false when the key is locked by a live owner, already holds
 // a final response, or was taken by someone else first.
-func TakeOverForAttempt(ctx context.Context, pool *pgxpool.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
+func TakeOverForAttempt(ctx context.Context, pool *db.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
 	ref, err := db.Q.IdemKeyGetByAttempt(ctx, pool, attemptID)
 	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
 )
@@ -16,6 +17,16 @@ func Hold(ctx context.Context, tx db.DBTX, l Lock) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Renew extends l's lock to ttl from now (the database's clock), so that a
+// provider call starting now cannot outlive it; false if l no longer owns the
+// key. It locks the key row like Hold.
+func Renew(ctx context.Context, tx db.DBTX, l Lock, ttl time.Duration) (bool, error) {
+	n, err := db.Q.IdemKeyRenew(ctx, tx, db.IdemKeyRenewParams{
+		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, LockTtlMs: ttl.Milliseconds(),
+	})
+	return n == 1, db.Translate(err)
 }
 
 // Complete stores the final response under l and unlocks the key; false if

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -27,7 +26,7 @@ var shortLock = idempotency.Config{LockTTL: 50 * time.Millisecond, KeyTTL: 48 * 
 
 type bundle struct {
 	t      *testing.T
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	tenant string
 }
 

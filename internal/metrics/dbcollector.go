@@ -53,6 +53,9 @@ type ReadBacklog func(ctx context.Context) ([]Backlog, error)
 type BacklogCollector struct {
 	read ReadBacklog
 	log  *slog.Logger
+	// mu lets one scrape at a time query, so that scrapes, however many,
+	// hold at most one database connection (each for at most backlogTimeout).
+	mu sync.Mutex
 }
 
 // NewBacklogCollector returns a collector that reads the backlog with read.
@@ -75,6 +78,8 @@ func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 // no gauges instead of failing the scrape: the rest of /metrics matters
 // most exactly when the database is in trouble.
 func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
 	defer cancel()
 	rows, err := c.read(ctx)

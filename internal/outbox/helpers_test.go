@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -93,7 +92,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 }
 
 // newRelay builds a relay on b's database with cfg, failing t on error.
-func newRelay(t testing.TB, pool *pgxpool.Pool, cfg Config) *Relay {
+func newRelay(t testing.TB, pool *db.Pool, cfg Config) *Relay {
 	t.Helper()
 	r, err := NewRelay(pool, cfg)
 	if err != nil {
@@ -130,7 +129,7 @@ func runRelay(t testing.TB, r *Relay) (stop func()) {
 // insertEvents writes n SUCCEEDED payments of a new tenant and their
 // PaymentSucceeded outbox rows in one transaction that notifies the relays,
 // and returns the event ids.
-func insertEvents(t testing.TB, pool *pgxpool.Pool, n int) []string {
+func insertEvents(t testing.TB, pool *db.Pool, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -193,7 +192,7 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 }
 
 // waitDrained waits until no outbox row of pool is unpublished.
-func waitDrained(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) {
+func waitDrained(t testing.TB, pool *db.Pool, timeout time.Duration) {
 	t.Helper()
 	waitFor(t, timeout, func() (bool, string) {
 		pending, _, err := Stats(context.Background(), pool)
@@ -275,7 +274,7 @@ func assertEachOnce(t testing.TB, js jetstream.JetStream, stream string, ids []s
 }
 
 // assertAllPublished checks that every outbox row has published_at set.
-func assertAllPublished(t testing.TB, pool *pgxpool.Pool, want int) {
+func assertAllPublished(t testing.TB, pool *db.Pool, want int) {
 	t.Helper()
 	var published, total int
 	err := pool.QueryRow(context.Background(),

@@ -8,22 +8,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/acme/paymentsvc/internal/db"
 )
 
 // Relay publishes the outbox to JetStream. Run one per pod; relays share the
 // table through SKIP LOCKED claims.
 type Relay struct {
-	pool *pgxpool.Pool
+	pool *db.Pool
 	cfg  Config
 	log  *slog.Logger
 }
 
 // NewRelay returns a relay for the outbox in pool, cfg completed with the
 // defaults. It fails only on an invalid cfg; it does not connect.
-func NewRelay(pool *pgxpool.Pool, cfg Config) (*Relay, error) {
+func NewRelay(pool *db.Pool, cfg Config) (*Relay, error) {
 	if pool == nil {
 		return nil, errors.New("outbox: nil pool")
 	}

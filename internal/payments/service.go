@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/provider"
 )
@@ -87,14 +87,14 @@ func (c Config) keys() idempotency.Config {
 
 // Service runs payments.
 type Service struct {
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	provider Provider
 	cfg      Config
 	log      *slog.Logger
 }
 
 // NewService returns a Service; cfg must be valid. A nil log discards.
-func NewService(pool *pgxpool.Pool, p Provider, cfg Config, log *slog.Logger) (*Service, error) {
+func NewService(pool *db.Pool, p Provider, cfg Config, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -216,7 +216,8 @@ func (s *Service) drive(ctx context.Context, lock idempotency.Lock, a attempts.A
 	if s.provider.BreakerOpen() {
 		return s.unavailable(ctx, lock)
 	}
-	if err := s.markCalling(ctx, lock, a); err != nil {
+	committedPending, err := s.markCalling(ctx, lock, a)
+	if err != nil {
 		if errors.Is(err, errLostLock) {
 			// Another owner (or the reconciler, which failed the attempt as
 			// abandoned) took the key while we stalled: call nothing.
@@ -242,8 +243,7 @@ func (s *Service) drive(ctx context.Context, lock idempotency.Lock, a attempts.A
 			Source: attempts.SourceAPI, Reason: "provider declined",
 		})
 	case provider.NotSent:
-		// The breaker opened between our check and the call: nothing was sent.
-		return s.unavailable(ctx, lock)
+		return s.notSent(ctx, lock, a.ID, committedPending)
 	}
 	s.log.Warn("provider outcome unknown", "payment_id", a.ID, "tries", r.Tries, "err", r.Err)
 	return s.finish(ctx, lock, attempts.Change{
@@ -260,26 +260,64 @@ func unknownReason(err error) string {
 
 // markCalling commits PENDING before the first provider call, or records a
 // resumed call on an attempt that is already PENDING or UNKNOWN, only while
-// lock still holds, so a stalled owner whose key was taken over calls nothing.
-func (s *Service) markCalling(ctx context.Context, lock idempotency.Lock, a attempts.Attempt) error {
-	var applied bool
-	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
+// lock still holds, so a stalled owner whose key was taken over calls
+// nothing. In the same transaction it renews the lock for a whole lock TTL
+// from the moment it commits, so that however long this request waited for
+// the database (a pool connection, a row lock), the lock outlives the
+// provider call that starts now. committedPending reports whether this call
+// moved the attempt from CREATED to PENDING.
+func (s *Service) markCalling(ctx context.Context, lock idempotency.Lock, a attempts.Attempt) (committedPending bool, err error) {
+	err = s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		if a.Status != attempts.Created {
-			return attempts.Touch(ctx, tx, a.ID)
+			if err := attempts.Touch(ctx, tx, a.ID); err != nil {
+				return err
+			}
+		} else {
+			now, ok, err := attempts.Transition(ctx, tx, attempts.Change{
+				ID: a.ID, To: attempts.Pending, Source: attempts.SourceAPI, Reason: "calling provider",
+			})
+			if err != nil {
+				return err
+			}
+			if !ok && now.Status != attempts.Pending {
+				return errLostLock // moved on without us: never call the provider for it
+			}
+			committedPending = ok
 		}
-		now, ok, err := attempts.Transition(ctx, tx, attempts.Change{
-			ID: a.ID, To: attempts.Pending, Source: attempts.SourceAPI, Reason: "calling provider",
-		})
-		applied = ok
-		if err == nil && !ok && now.Status != attempts.Pending {
-			return errLostLock // moved on without us: never call the provider for it
+		// Last, so that the clock it reads is as late as the commit allows.
+		held, err := idempotency.Renew(ctx, tx, lock, s.cfg.LockTTL)
+		if err == nil && !held {
+			err = errLostLock
 		}
 		return err
 	})
-	if err == nil && applied {
+	if err != nil {
+		return false, err
+	}
+	if committedPending {
 		countTransition(attempts.Pending, attempts.SourceAPI)
 	}
-	return err
+	return committedPending, nil
+}
+
+// notSent answers a request none of whose provider calls was sent (the
+// breaker refused the call after our check): 503, key released, nothing
+// charged. If this request committed PENDING, the attempt goes back to
+// CREATED (not_sent), so a refused payment never stays PENDING. An attempt
+// that was PENDING or UNKNOWN before this request stays as it is: an earlier
+// request's call may have reached the provider.
+func (s *Service) notSent(ctx context.Context, lock idempotency.Lock, id string, committedPending bool) (Reply, error) {
+	if !committedPending {
+		return s.unavailable(ctx, lock)
+	}
+	// finish releases the key: CREATED is not final.
+	_, err := s.finish(ctx, lock, attempts.Change{
+		ID: id, To: attempts.Created, Source: attempts.SourceAPI, Reason: lifecycle.ReasonNotSent,
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{}, s.unavailableError()
 }
 
 // countTransition counts a committed transition. It is called after the
@@ -294,9 +332,14 @@ func (s *Service) unavailable(ctx context.Context, lock idempotency.Lock) (Reply
 	if _, err := idempotency.Release(ctx, s.pool, lock); err != nil {
 		return Reply{}, err
 	}
+	return Reply{}, s.unavailableError()
+}
+
+// unavailableError is the 503 of a request that reached no provider.
+func (s *Service) unavailableError() error {
 	e := apperr.New(apperr.ProviderUnavailable, "the payment provider is unavailable; nothing was charged by this request; retry with the same Idempotency-Key")
 	e.RetryAfter = int(math.Max(1, math.Ceil(s.cfg.BreakerCooldown.Seconds())))
-	return Reply{}, e
+	return e
 }
 
 var errLostLock = errors.New("idempotency lock lost")

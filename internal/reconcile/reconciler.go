@@ -7,8 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
 )
 
@@ -18,7 +17,7 @@ var ErrProviderUnreachable = errors.New("provider unreachable")
 
 // Reconciler runs the reconciler's jobs against one database and provider.
 type Reconciler struct {
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	svc      *payments.Service
 	provider payments.Provider // svc's
 	timing   payments.Config   // svc's
@@ -29,7 +28,7 @@ type Reconciler struct {
 // New returns a Reconciler that resolves attempts through svc, the same
 // payments service (and so the same provider client and timing settings)
 // the pods run; cfg must be valid with svc's timing.
-func New(pool *pgxpool.Pool, svc *payments.Service, cfg Config) (*Reconciler, error) {
+func New(pool *db.Pool, svc *payments.Service, cfg Config) (*Reconciler, error) {
 	timing := svc.Config()
 	if err := cfg.validate(timing); err != nil {
 		return nil, err

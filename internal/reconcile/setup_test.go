@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -32,7 +31,7 @@ type bundle struct {
 	t        *testing.T
 	ctx      context.Context
 	db       *testdb.DB
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	simURL   string
 	provider *provider.Resilient
 	tenantID string
@@ -94,7 +93,7 @@ func (b *bundle) reconciler(cfg reconcile.Config) *reconcile.Reconciler {
 
 // reconcilerWith returns a Reconciler whose payments service runs on pool
 // and p with the timing settings timing.
-func (b *bundle) reconcilerWith(pool *pgxpool.Pool, p payments.Provider, timing payments.Config, cfg reconcile.Config) *reconcile.Reconciler {
+func (b *bundle) reconcilerWith(pool *db.Pool, p payments.Provider, timing payments.Config, cfg reconcile.Config) *reconcile.Reconciler {
 	b.t.Helper()
 	svc, err := payments.NewService(pool, p, timing, nil)
 	require.NoError(b.t, err)

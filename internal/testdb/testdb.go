@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/paymentsvc/db/migrations"
 	"github.com/acme/paymentsvc/internal/db"
@@ -50,7 +49,7 @@ func URLFor(name string) string {
 type DB struct {
 	Name string
 	URL  string
-	Pool *pgxpool.Pool
+	Pool *db.Pool
 }
 
 // New creates a migrated database for t and drops it when t ends. It fails

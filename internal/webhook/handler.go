@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -34,7 +33,7 @@ const applyTimeout = 10 * time.Second
 // Handler receives the provider's webhooks: it verifies, deduplicates and
 // applies each event. It is safe for concurrent use.
 type Handler struct {
-	pool    *pgxpool.Pool
+	pool    *db.Pool
 	secrets []string
 	log     *slog.Logger
 
@@ -44,7 +43,7 @@ type Handler struct {
 
 // NewHandler returns a Handler that accepts events signed with any of
 // secrets (blank ones are ignored; during rotation configure old and new).
-func NewHandler(pool *pgxpool.Pool, secrets []string, log *slog.Logger) *Handler {
+func NewHandler(pool *db.Pool, secrets []string, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}

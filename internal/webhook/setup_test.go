@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -35,7 +34,7 @@ var testNow = time.Unix(1_760_000_000, 0)
 // bundle is one test's database and a real HTTP server in front of a Handler.
 type bundle struct {
 	t        *testing.T
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	url      string
 	client   *http.Client
 	tenantID string

@@ -1,4 +1,4 @@
-package attempts
+package lifecycle
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 var allStatuses = []Status{Created, Pending, Succeeded, Failed, Unknown}
 
 // TestCanTransitionEveryEdge checks all 25 ordered pairs: exactly the
-// contract's seven edges are allowed, everything else (self-loops, moves out
+// eight edges of the state machine are allowed, everything else (self-loops, moves out
 // of a final status, backwards moves, skipping PENDING) is refused.
 func TestCanTransitionEveryEdge(t *testing.T) {
 	t.Parallel()
@@ -20,6 +20,7 @@ func TestCanTransitionEveryEdge(t *testing.T) {
 		{Pending, Succeeded}: true,
 		{Pending, Failed}:    true,
 		{Pending, Unknown}:   true,
+		{Pending, Created}:   true, // not_sent: no call reached a provider
 		{Unknown, Succeeded}: true,
 		{Unknown, Failed}:    true,
 	}
@@ -35,7 +36,7 @@ func TestCanTransitionEveryEdge(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 7, n)
+	require.Equal(t, 8, n)
 	// Statuses outside the machine have no edges at all.
 	require.False(t, CanTransition("", Pending))
 	require.False(t, CanTransition("BOGUS", Succeeded))
@@ -76,17 +77,19 @@ func TestLegalPath(t *testing.T) {
 		{[]Status{Created, Pending, Unknown, Succeeded}, true},
 		{[]Status{Created, Pending, Unknown, Failed}, true},
 		{[]Status{Created, Failed}, true},
-		{[]Status{Pending}, false},                              // must start at CREATED
-		{[]Status{Pending, Succeeded}, false},                   // must start at CREATED
-		{[]Status{Created, Succeeded}, false},                   // skips PENDING
-		{[]Status{Created, Unknown}, false},                     // skips PENDING
-		{[]Status{Created, Created}, false},                     // no self-loop
-		{[]Status{Created, Pending, Pending}, false},            // no self-loop
-		{[]Status{Created, Pending, Succeeded, Failed}, false},  // out of a final status
-		{[]Status{Created, Pending, Failed, Succeeded}, false},  // out of a final status
-		{[]Status{Created, Pending, Succeeded, Pending}, false}, // backwards
-		{[]Status{Created, Pending, Unknown, Pending}, false},   // backwards
-		{[]Status{Created, Pending, Unknown, Unknown}, false},   // no self-loop
+		{[]Status{Pending}, false},                                      // must start at CREATED
+		{[]Status{Pending, Succeeded}, false},                           // must start at CREATED
+		{[]Status{Created, Succeeded}, false},                           // skips PENDING
+		{[]Status{Created, Unknown}, false},                             // skips PENDING
+		{[]Status{Created, Created}, false},                             // no self-loop
+		{[]Status{Created, Pending, Pending}, false},                    // no self-loop
+		{[]Status{Created, Pending, Succeeded, Failed}, false},          // out of a final status
+		{[]Status{Created, Pending, Failed, Succeeded}, false},          // out of a final status
+		{[]Status{Created, Pending, Succeeded, Pending}, false},         // backwards
+		{[]Status{Created, Pending, Created, Pending, Succeeded}, true}, // not_sent, then again
+		{[]Status{Created, Pending, Unknown, Created}, false},           // UNKNOWN may have charged
+		{[]Status{Created, Pending, Unknown, Pending}, false},           // backwards
+		{[]Status{Created, Pending, Unknown, Unknown}, false},           // no self-loop
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, LegalPath(c.path), "LegalPath(%v)", c.path)
