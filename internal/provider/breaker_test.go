@@ -157,7 +157,7 @@ func TestBreakerRefusesLookups(t *testing.T) {
 
 	_, err = r.ChargeByKey(t.Context(), "k1")
 	require.ErrorIs(t, err, ErrUnavailable)
-	_, err = r.ListCharges(t.Context(), time.Unix(0, 0), time.Unix(10, 0))
+	_, err = r.ListCharges(t.Context(), ListQuery{From: time.Unix(0, 0), To: time.Unix(10, 0)})
 	require.ErrorIs(t, err, ErrUnavailable)
 	_, err = r.Refund(t.Context(), "ch_1", "rk1")
 	require.ErrorIs(t, err, ErrUnavailable)

@@ -24,7 +24,7 @@ const (
 	opRefund = "refund"
 )
 
-// maxResponseBytes bounds an answer we read; a day's charge list is the
+// maxResponseBytes bounds an answer we read; a page of charges is the
 // largest one and stays far below it.
 const maxResponseBytes = 32 << 20
 
@@ -149,30 +149,41 @@ func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (Charge, error
 	return ch, nil
 }
 
-// ListCharges makes one GET /v1/charges?created_gte=&created_lt= for the
-// charges created in [from, to).
-func (s *HTTPClient) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
-	q := url.Values{
-		"created_gte": {strconv.FormatInt(ceilUnix(from), 10)},
-		"created_lt":  {strconv.FormatInt(ceilUnix(to), 10)},
+// ListCharges makes one GET /v1/charges?created_gte=&created_lt=&limit=
+// (&starting_after=) for a page of the charges created in [q.From, q.To).
+// A zero q.Limit asks for the whole list in one answer.
+func (s *HTTPClient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
+	v := url.Values{
+		"created_gte": {strconv.FormatInt(ceilUnix(q.From), 10)},
+		"created_lt":  {strconv.FormatInt(ceilUnix(q.To), 10)},
 	}
-	resp, err := s.do(ctx, opList, http.MethodGet, "/v1/charges", q, "", nil)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.After != "" {
+		v.Set("starting_after", q.After)
+	}
+	resp, err := s.do(ctx, opList, http.MethodGet, "/v1/charges", v, "", nil)
 	if err != nil {
-		return nil, err
+		return ChargePage{}, err
 	}
 	if resp.status != http.StatusOK {
-		return nil, resp.statusError(opList)
+		return ChargePage{}, resp.statusError(opList)
 	}
 	var list struct {
-		Data *[]Charge `json:"data"`
+		Data    *[]Charge `json:"data"`
+		HasMore bool      `json:"has_more"`
 	}
 	if err := resp.decode(opList, &list); err != nil {
-		return nil, err
+		return ChargePage{}, err
 	}
 	if list.Data == nil {
-		return nil, resp.bad(opList, "200 without data")
+		return ChargePage{}, resp.bad(opList, "200 without data")
 	}
-	return *list.Data, nil
+	if list.HasMore && len(*list.Data) == 0 {
+		return ChargePage{}, resp.bad(opList, "has_more without data")
+	}
+	return ChargePage{Data: *list.Data, HasMore: list.HasMore}, nil
 }
 
 // Refund makes one POST /v1/refunds for the whole of chargeID.

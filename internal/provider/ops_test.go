@@ -80,23 +80,26 @@ func TestListCharges(t *testing.T) {
 		{ID: "ch_1", Amount: 500, Currency: "USD", Status: ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k1", Created: 1700000001},
 		{ID: "ch_2", Amount: 700, Currency: "EUR", Status: ChargeFailed, Reference: "pay_2", IdempotencyKey: "k2", Created: 1700000002, FailureCode: "card_declined", Refunded: false},
 	}
-	var gte, lt string
+	var gte, lt, limit, after string
 	r, _ := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			answerError(w, http.StatusServiceUnavailable, "")
 			return
 		}
 		gte, lt = r.URL.Query().Get("created_gte"), r.URL.Query().Get("created_lt")
-		answerJSON(w, http.StatusOK, map[string]any{"data": data})
+		limit, after = r.URL.Query().Get("limit"), r.URL.Query().Get("starting_after")
+		answerJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": true})
 	})
 
-	got, err := r.ListCharges(t.Context(), time.Unix(1700000000, 0), time.Unix(1700086400, 500))
+	got, err := r.ListCharges(t.Context(), ListQuery{From: time.Unix(1700000000, 0), To: time.Unix(1700086400, 500), After: "ch_0", Limit: 2})
 
 	require.NoError(t, err)
-	require.Equal(t, data, got)
+	require.Equal(t, ChargePage{Data: data, HasMore: true}, got)
 	require.Equal(t, "1700000000", gte)
 	// [from, to) in whole seconds: a charge created at 1700086400 is before to.
 	require.Equal(t, "1700086401", lt)
+	require.Equal(t, "2", limit)
+	require.Equal(t, "ch_0", after)
 }
 
 func TestListChargesEmpty(t *testing.T) {
@@ -105,10 +108,11 @@ func TestListChargesEmpty(t *testing.T) {
 		answerJSON(w, http.StatusOK, map[string]any{"data": []Charge{}})
 	})
 
-	got, err := r.ListCharges(t.Context(), time.Unix(0, 0), time.Unix(86400, 0))
+	got, err := r.ListCharges(t.Context(), ListQuery{From: time.Unix(0, 0), To: time.Unix(86400, 0)})
 
 	require.NoError(t, err)
-	require.Empty(t, got)
+	require.Empty(t, got.Data)
+	require.False(t, got.HasMore)
 }
 
 func TestRefund(t *testing.T) {

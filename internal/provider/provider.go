@@ -40,6 +40,20 @@ type Charge struct {
 	FailureCode    string `json:"failure_code,omitempty"`
 }
 
+// ListQuery asks for a page of the charges created in [From, To): at most
+// Limit of them, after the charge with id After ("" for the first page).
+type ListQuery struct {
+	From, To time.Time
+	After    string
+	Limit    int
+}
+
+// ChargePage is one page of charges; HasMore says another follows.
+type ChargePage struct {
+	Data    []Charge
+	HasMore bool
+}
+
 // Charge statuses.
 const (
 	ChargeSucceeded = "succeeded"
@@ -102,8 +116,9 @@ type Provider interface {
 	// ChargeByKey looks a charge up by the idempotency key it was created
 	// with; ErrNotFound if the provider has none.
 	ChargeByKey(ctx context.Context, key string) (Charge, error)
-	// ListCharges lists the charges created in [from, to).
-	ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error)
+	// ListCharges returns one page of the charges created in [q.From, q.To),
+	// ordered by creation then id.
+	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
 	// Refund refunds a charge in full, deduplicated by idempotencyKey.
 	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
 }

@@ -18,7 +18,7 @@ type Caller interface {
 	Name() string
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
 	ChargeByKey(ctx context.Context, key string) (Charge, error)
-	ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error)
+	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
 	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
 }
 
@@ -158,18 +158,18 @@ func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error)
 	return ch, nil
 }
 
-// ListCharges lists the charges created in [from, to).
-func (r *Resilient) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
-	var list []Charge
+// ListCharges returns one page of the charges created in [q.From, q.To).
+func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
+	var page ChargePage
 	_, err := r.run(ctx, opList, func(ctx context.Context) error {
 		var err error
-		list, err = r.inner.ListCharges(ctx, from, to)
+		page, err = r.inner.ListCharges(ctx, q)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return ChargePage{}, err
 	}
-	return list, nil
+	return page, nil
 }
 
 // Refund refunds a charge in full, retrying under the same idempotency key.

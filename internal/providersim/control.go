@@ -8,9 +8,64 @@ import (
 // handleSimCharges is GET /_sim/charges: every charge, ordered by created then id.
 func (s *Server) handleSimCharges(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	data := s.st.sortedCharges(nil)
+	data := s.st.sortedCharges(nil, 0)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+}
+
+// maxImportBytes bounds a POST /_sim/charges body (about 100,000 charges).
+const maxImportBytes = 32 << 20
+
+// handleSimImport is POST /_sim/charges with {"data":[charges]}: it records
+// the charges as given (an empty id is assigned; idempotency_key, if any,
+// must be new), without webhooks, for tests and benchmarks that need a
+// provider holding many charges (settling a busy day, say). It answers
+// {"imported":N}.
+func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Data []Charge `json:"data"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxImportBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, s.log, errorf(codeInvalidRequest, "import body: "+err.Error()))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range body.Data {
+		if c.IdempotencyKey != "" {
+			if _, _, ok := s.st.chargeByKey(c.IdempotencyKey); ok {
+				writeError(w, s.log, errorf(codeInvalidRequest, "idempotency_key "+c.IdempotencyKey+" is taken"))
+				return
+			}
+		}
+		if c.Status != StatusSucceeded && c.Status != StatusFailed {
+			writeError(w, s.log, errorf(codeInvalidRequest, "status must be succeeded or failed"))
+			return
+		}
+	}
+	for _, c := range body.Data {
+		ch := c
+		if ch.ID == "" {
+			ch.ID = newID("ch_")
+		}
+		s.st.charges[ch.ID] = &ch
+		if ch.IdempotencyKey != "" {
+			ans, err := chargeAnswer(&ch)
+			if err != nil {
+				writeError(w, s.log, err)
+				return
+			}
+			s.st.chargeKeys[ch.IdempotencyKey] = &ans
+		}
+	}
+	if err := s.persistLocked(); err != nil {
+		writeError(w, s.log, err)
+		return
+	}
+	s.log.Info("charges imported", "count", len(body.Data))
+	writeJSON(w, http.StatusOK, map[string]int{"imported": len(body.Data)})
 }
 
 // handleSimStats is GET /_sim/stats.

@@ -21,8 +21,14 @@ func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
+// maxListLimit bounds ?limit of GET /v1/charges.
+const maxListLimit = 10000
+
 // handleListCharges is GET /v1/charges: one charge by ?idempotency_key=K, or a
-// list filtered by ?created_gte, ?created_lt (unix seconds) and ?reference.
+// list filtered by ?created_gte, ?created_lt (unix seconds) and ?reference,
+// ordered by created then id. Without ?limit the list is whole; with it
+// (1–10000) it is one page, with has_more, that ?starting_after=<charge id>
+// continues after that charge (Stripe's cursor paging).
 func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("idempotency_key") {
@@ -43,13 +49,41 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, errorf(codeInvalidRequest, "created_gte is after created_lt"))
 		return
 	}
+	limit := 0 // whole list
+	if q.Has("limit") {
+		if limit, err = strconv.Atoi(q.Get("limit")); err != nil || limit < 1 || limit > maxListLimit {
+			writeError(w, s.log, errorf(codeInvalidRequest, "limit must be 1 to 10000"))
+			return
+		}
+	}
 	ref, byRef := q.Get("reference"), q.Has("reference")
+	after := q.Get("starting_after")
 	s.mu.Lock()
+	var cursor *Charge
+	if after != "" {
+		if c, ok := s.st.charges[after]; ok {
+			cc := *c
+			cursor = &cc
+		}
+	}
+	fetch := 0
+	if limit > 0 {
+		fetch = limit + 1 // one more tells whether there is more
+	}
 	data := s.st.sortedCharges(func(c *Charge) bool {
-		return c.Created >= gte && c.Created < lt && (!byRef || c.Reference == ref)
-	})
+		return c.Created >= gte && c.Created < lt && (!byRef || c.Reference == ref) &&
+			(cursor == nil || c.Created > cursor.Created || (c.Created == cursor.Created && c.ID > cursor.ID))
+	}, fetch)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+	if after != "" && cursor == nil {
+		writeError(w, s.log, errorf(codeInvalidRequest, "starting_after names no charge"))
+		return
+	}
+	hasMore := false
+	if limit > 0 && len(data) > limit {
+		data, hasMore = data[:limit], true
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": hasMore})
 }
 
 func (s *Server) chargeByKey(w http.ResponseWriter, key string) {

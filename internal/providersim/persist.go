@@ -71,7 +71,7 @@ func (s *Server) persistLocked() error {
 	}
 	snap := snapshot{
 		Version:    snapshotVersion,
-		Charges:    s.st.sortedCharges(nil),
+		Charges:    s.st.sortedCharges(nil, 0),
 		Refunds:    s.st.sortedRefunds(),
 		ChargeKeys: make(map[string]storedAnswer, len(s.st.chargeKeys)),
 		RefundKeys: make(map[string]storedAnswer, len(s.st.refundKeys)),

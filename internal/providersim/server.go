@@ -135,6 +135,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", s.requireAPIKey(v1))
 	mux.HandleFunc("GET /_sim/charges", s.handleSimCharges)
+	mux.HandleFunc("POST /_sim/charges", s.handleSimImport)
 	mux.HandleFunc("GET /_sim/stats", s.handleSimStats)
 	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)
 	mux.HandleFunc("PUT /_sim/faults", s.handlePutFaults)

@@ -40,17 +40,25 @@ func (st *state) chargeByKey(key string) (*Charge, *storedAnswer, bool) {
 	return st.charges[ans.ID], ans, true
 }
 
-// sortedCharges returns copies of the charges keep accepts, ordered by created then id.
-func (st *state) sortedCharges(keep func(*Charge) bool) []Charge {
-	out := make([]Charge, 0, len(st.charges))
+// sortedCharges returns copies of the charges keep accepts, ordered by
+// created then id: all of them, or the first limit when limit > 0.
+func (st *state) sortedCharges(keep func(*Charge) bool, limit int) []Charge {
+	kept := make([]*Charge, 0, len(st.charges))
 	for _, ch := range st.charges {
 		if keep == nil || keep(ch) {
-			out = append(out, *ch)
+			kept = append(kept, ch)
 		}
 	}
-	slices.SortFunc(out, func(a, b Charge) int {
+	slices.SortFunc(kept, func(a, b *Charge) int {
 		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))
 	})
+	if limit > 0 && len(kept) > limit {
+		kept = kept[:limit]
+	}
+	out := make([]Charge, len(kept))
+	for i, ch := range kept {
+		out[i] = *ch
+	}
 	return out
 }
 

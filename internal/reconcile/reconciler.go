@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 // ErrProviderUnreachable means the provider did not answer the reconciler's
@@ -46,7 +47,7 @@ func (r *Reconciler) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timing.RetryBudget+r.timing.CallTimeout)
 	defer cancel()
 	now := time.Now()
-	if _, err := r.provider.ListCharges(ctx, now, now); err != nil {
+	if _, err := r.provider.ListCharges(ctx, provider.ListQuery{From: now, To: now, Limit: 1}); err != nil {
 		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
 			return cerr // cancelled, not unreachable
 		}

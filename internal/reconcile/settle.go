@@ -58,7 +58,8 @@ type Report struct {
 	MissingAtProvider int `json:"missing_at_provider"`
 }
 
-// settleChunk bounds the ids of one attempt query.
+// settleChunk bounds the charges of one provider answer (a page) and the
+// attempts of one query.
 const settleChunk = 1000
 
 // Settle compares the provider's charges created on day (UTC) with our
@@ -70,22 +71,30 @@ func (r *Reconciler) Settle(ctx context.Context, day time.Time) (Report, error) 
 	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 0, 1)
 	rep := Report{Day: from.Format(DayLayout)}
-	charges, err := r.provider.ListCharges(ctx, from, to)
-	if err != nil {
-		return rep, fmt.Errorf("%w: list charges: %w", ErrProviderUnreachable, err)
-	}
-	rep.ProviderCharges = len(charges)
-	var st settleStats
-	var errs []error
-	for start := 0; start < len(charges); start += settleChunk {
-		chunk := charges[start:min(start+settleChunk, len(charges))]
-		if err := r.settleCharges(ctx, chunk, &rep, &st); err != nil {
+	// Page by page, so memory holds one page of charges (and the day's charge
+	// ids, for findMissing) however busy the day was.
+	var (
+		st         settleStats
+		errs       []error
+		dayCharges = map[string]bool{}
+		after      string
+	)
+	for {
+		page, err := r.provider.ListCharges(ctx, provider.ListQuery{From: from, To: to, After: after, Limit: settleChunk})
+		if err != nil {
+			return rep, errors.Join(append(errs, fmt.Errorf("%w: list charges: %w", ErrProviderUnreachable, err))...)
+		}
+		rep.ProviderCharges += len(page.Data)
+		if err := r.settleCharges(ctx, page.Data, &rep, &st); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	dayCharges := make(map[string]bool, len(charges))
-	for _, ch := range charges {
-		dayCharges[ch.ID] = true
+		for _, ch := range page.Data {
+			dayCharges[ch.ID] = true
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			break
+		}
+		after = page.Data[len(page.Data)-1].ID
 	}
 	if err := r.findMissing(ctx, from, to, dayCharges, &rep); err != nil {
 		errs = append(errs, err)

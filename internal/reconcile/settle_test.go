@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
 )
 
@@ -136,4 +138,52 @@ func (b *bundle) anomalies() map[string]string {
 	}
 	require.NoError(b.t, rows.Err())
 	return out
+}
+
+// TestSettleABusyDayPageByPage settles a day of 50,000 charges, each the
+// charge of a SUCCEEDED payment, plus five orphans: the provider is read a
+// page at a time (never the whole day in one answer), every charge is
+// counted once, and the orphans, and only they, are refunded.
+func TestSettleABusyDayPageByPage(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("50,000 charges")
+	}
+	b := setup(t)
+	const n = 50_000
+	day := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	// The payments, straight into the table (tests may): created that day.
+	b.exec(`INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency,
+	                                      payment_method, status, provider_charge_id, created_at, updated_at)
+		SELECT 'pay_busy_' || g, $1, 'o_' || g, 'k_' || g, 500, 'USD', 'pm_card_visa', 'SUCCEEDED',
+		       'ch_busy_' || g, $2::timestamptz + (g % 86400) * interval '1 second', now()
+		FROM generate_series(1, $3::int) AS g`, b.tenantID, day, n)
+	charges := make([]providersim.Charge, 0, n+5)
+	for i := 1; i <= n; i++ {
+		charges = append(charges, providersim.Charge{
+			ID: fmt.Sprintf("ch_busy_%d", i), Amount: 500, Currency: "USD", Status: providersim.StatusSucceeded,
+			Reference: fmt.Sprintf("pay_busy_%d", i), IdempotencyKey: attempts.ProviderKey(fmt.Sprintf("pay_busy_%d", i)),
+			PaymentMethod: "pm_card_visa", Created: day.Unix() + int64(i%86400),
+		})
+	}
+	for i := 1; i <= 5; i++ {
+		charges = append(charges, providersim.Charge{
+			ID: fmt.Sprintf("ch_orphan_%d", i), Amount: 100, Currency: "USD", Status: providersim.StatusSucceeded,
+			Reference: fmt.Sprintf("pay_nobody_%d", i), PaymentMethod: "pm_card_visa", Created: day.Unix() + 3600,
+		})
+	}
+	b.simImport(charges)
+
+	// Generous timeouts: under -race the simulator takes a while per page.
+	p := b.newProvider(b.simURL, provider.Config{CallTimeout: 10 * time.Second, RetryBudget: 10 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second})
+	timing := testPayments
+	timing.CallTimeout, timing.RetryBudget, timing.LockTTL = 10*time.Second, 10*time.Second, time.Minute
+	rep, err := b.reconcilerWith(b.pool, p, timing, reconcile.Config{Lease: 10 * time.Minute}).Settle(b.ctx, day)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.Report{
+		Day: "2026-01-15", ProviderCharges: n + 5, Matched: n, OrphansRefunded: 5,
+	}, rep)
+	require.Equal(t, int64(5), b.simStats().Refunds)
+	require.Equal(t, int64(0), b.unpaged.Load(), "the day was never asked for in one answer")
+	require.Equal(t, int64((n+5+999)/1000), b.lists.Load(), "one call per page of 1,000")
 }

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -38,6 +39,8 @@ type bundle struct {
 
 	lookups     atomic.Int64 // GET /v1/charges?idempotency_key=…
 	failLookups atomic.Bool  // answer those with 503
+	lists       atomic.Int64 // GET /v1/charges?created_gte=… (pages of a day)
+	unpaged     atomic.Int64 // those without a limit: a whole day in one answer
 }
 
 // setup gives the test a fresh database, a simulator behind a real HTTP
@@ -49,6 +52,12 @@ func setup(t *testing.T) *bundle {
 	sim, err := providersim.New(providersim.Config{APIKey: simAPIKey})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("created_gte") {
+			b.lists.Add(1)
+			if !r.URL.Query().Has("limit") {
+				b.unpaged.Add(1)
+			}
+		}
 		if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("idempotency_key") {
 			b.lookups.Add(1)
 			if b.failLookups.Load() {
@@ -266,6 +275,17 @@ func (b *bundle) simStats() providersim.Stats {
 	var st providersim.Stats
 	b.simGet("/_sim/stats", &st)
 	return st
+}
+
+// simImport records charges at the simulator as given.
+func (b *bundle) simImport(charges []providersim.Charge) {
+	b.t.Helper()
+	body, err := json.Marshal(map[string]any{"data": charges})
+	require.NoError(b.t, err)
+	resp, err := http.Post(b.simURL+"/_sim/charges", "application/json", bytes.NewReader(body))
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	require.Equal(b.t, http.StatusOK, resp.StatusCode)
 }
 
 func (b *bundle) simCharges() []providersim.Charge {
