@@ -23,6 +23,9 @@ func TestAPIKeyRequired(t *testing.T) {
 		{"charge with wrong scheme", http.MethodPost, "/v1/charges", "Basic " + testAPIKey},
 		{"lookup without header", http.MethodGet, "/v1/charges?idempotency_key=k", ""},
 		{"refund without header", http.MethodPost, "/v1/refunds", ""},
+		{"refund with wrong key", http.MethodPost, "/v1/refunds", "Bearer sk_wrong"},
+		{"refund lookup without header", http.MethodGet, "/v1/refunds?idempotency_key=k", ""},
+		{"refund by id without header", http.MethodGet, "/v1/refunds/re_x", ""},
 	} {
 		req := b.request(tc.method, tc.path, "k-auth", chargeBody(500, "pm_card_visa"), false)
 		if tc.auth != "" {

@@ -13,14 +13,23 @@ func (s *Server) handleSimCharges(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
+// handleSimRefunds is GET /_sim/refunds: every refund, ordered by created then id.
+func (s *Server) handleSimRefunds(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	data := s.st.sortedRefunds(nil)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+}
+
 // maxImportBytes bounds a POST /_sim/charges body (about 100,000 charges).
 const maxImportBytes = 32 << 20
 
 // handleSimImport is POST /_sim/charges with {"data":[charges]}: it records
-// the charges as given (an empty id is assigned; idempotency_key, if any,
-// must be new), without webhooks, for tests and benchmarks that need a
-// provider holding many charges (settling a busy day, say). It answers
-// {"imported":N}.
+// the charges as given, without webhooks, for tests and benchmarks that need
+// a provider holding many charges (settling a busy day, say). An empty id is
+// assigned; idempotency_key, if any, must be new; amount_refunded is taken as
+// given, "refunded":true alone means the whole amount, and no refund records
+// are made for either. It answers {"imported":N}.
 func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Data []Charge `json:"data"`
@@ -33,7 +42,8 @@ func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range body.Data {
+	for i := range body.Data {
+		c := &body.Data[i]
 		if c.IdempotencyKey != "" {
 			if _, _, ok := s.st.chargeByKey(c.IdempotencyKey); ok {
 				writeError(w, s.log, errorf(codeInvalidRequest, "idempotency_key "+c.IdempotencyKey+" is taken"))
@@ -42,6 +52,10 @@ func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 		}
 		if c.Status != StatusSucceeded && c.Status != StatusFailed {
 			writeError(w, s.log, errorf(codeInvalidRequest, "status must be succeeded or failed"))
+			return
+		}
+		if err := c.normalizeRefunds(); err != nil {
+			writeError(w, s.log, errorf(codeInvalidRequest, err.Error()))
 			return
 		}
 	}
@@ -81,6 +95,7 @@ func (s *Server) statsLocked() Stats {
 	return Stats{
 		ChargeCalls:  s.chargeCalls.Load(),
 		Charges:      int64(len(s.st.charges)),
+		RefundCalls:  s.refundCalls.Load(),
 		Refunds:      int64(len(s.st.refunds)),
 		WebhooksSent: s.webhooksSent.Load(),
 	}

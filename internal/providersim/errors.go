@@ -16,7 +16,7 @@ const (
 	codeResourceMissing        = "resource_missing"
 	codeCardDeclined           = "card_declined"
 	codeChargeNotRefundable    = "charge_not_refundable"
-	codeChargeAlreadyRefunded  = "charge_already_refunded"
+	codeAmountTooLarge         = "amount_too_large"
 	codeSimulatedFault         = "simulated_fault"
 	codeInternalError          = "internal_error"
 	defaultFaultStatus         = http.StatusServiceUnavailable
@@ -33,7 +33,7 @@ var codeStatus = map[string]int{
 	codeResourceMissing:       http.StatusNotFound,
 	codeCardDeclined:          http.StatusPaymentRequired,
 	codeChargeNotRefundable:   http.StatusBadRequest,
-	codeChargeAlreadyRefunded: http.StatusBadRequest,
+	codeAmountTooLarge:        http.StatusBadRequest,
 	codeInternalError:         defaultInternalErrorStatus,
 }
 

@@ -10,6 +10,9 @@ import (
 )
 
 // snapshotVersion is bumped when the state file's shape changes incompatibly.
+// Partial refunds only added fields (a charge's amount_refunded, a refund's
+// currency and reference, a refund key's request, stats.refund_calls), and
+// load fills them in for a file written before them, so it is still 1.
 const snapshotVersion = 1
 
 // snapshot is the state file's JSON shape.
@@ -40,10 +43,22 @@ func (s *Server) load() error {
 	}
 	st := newState()
 	for i := range snap.Charges {
-		st.charges[snap.Charges[i].ID] = &snap.Charges[i]
+		ch := &snap.Charges[i]
+		if err := ch.normalizeRefunds(); err != nil {
+			return fmt.Errorf("state file %s: %w", s.cfg.StateFile, err)
+		}
+		st.charges[ch.ID] = ch
 	}
 	for i := range snap.Refunds {
-		st.refunds[snap.Refunds[i].ID] = &snap.Refunds[i]
+		re := &snap.Refunds[i]
+		ch, ok := st.charges[re.Charge]
+		if !ok {
+			return fmt.Errorf("state file %s: refund %s names unknown charge %s", s.cfg.StateFile, re.ID, re.Charge)
+		}
+		if re.Currency == "" { // written before refunds carried it
+			re.Currency = ch.Currency
+		}
+		st.refunds[re.ID] = re
 	}
 	for k, a := range snap.ChargeKeys {
 		if _, ok := st.charges[a.ID]; !ok {
@@ -52,13 +67,19 @@ func (s *Server) load() error {
 		st.chargeKeys[k] = &a
 	}
 	for k, a := range snap.RefundKeys {
-		if _, ok := st.refunds[a.ID]; !ok {
+		re, ok := st.refunds[a.ID]
+		if !ok {
 			return fmt.Errorf("state file %s: key %q names unknown refund %s", s.cfg.StateFile, k, a.ID)
+		}
+		if a.Request == nil {
+			// Written when a refund request was only {"charge":C}.
+			a.Request = &refundRequest{Charge: re.Charge}
 		}
 		st.refundKeys[k] = &a
 	}
 	s.st = st
 	s.chargeCalls.Store(snap.Stats.ChargeCalls)
+	s.refundCalls.Store(snap.Stats.RefundCalls)
 	s.webhooksSent.Store(snap.Stats.WebhooksSent)
 	return nil
 }
@@ -72,7 +93,7 @@ func (s *Server) persistLocked() error {
 	snap := snapshot{
 		Version:    snapshotVersion,
 		Charges:    s.st.sortedCharges(nil, 0),
-		Refunds:    s.st.sortedRefunds(),
+		Refunds:    s.st.sortedRefunds(nil),
 		ChargeKeys: make(map[string]storedAnswer, len(s.st.chargeKeys)),
 		RefundKeys: make(map[string]storedAnswer, len(s.st.refundKeys)),
 		Stats:      s.statsLocked(),

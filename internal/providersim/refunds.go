@@ -6,13 +6,38 @@ import (
 	"net/http"
 )
 
-// refundRequest is the body of POST /v1/refunds; refunds are always of the whole amount.
+// refundRequest is the body of POST /v1/refunds. Amount nil means the whole
+// unrefunded rest of the charge. A replay must repeat it field for field, an
+// omitted amount included: {"charge":C} and {"charge":C,"amount":500} are
+// different requests even when the rest was 500.
 type refundRequest struct {
-	Charge string `json:"charge"`
+	Charge    string `json:"charge"`
+	Amount    *int64 `json:"amount,omitempty"`
+	Reference string `json:"reference,omitempty"`
 }
 
-// handleCreateRefund is POST /v1/refunds. Refunds are never faulted.
+func (r refundRequest) validate() error {
+	switch {
+	case r.Charge == "":
+		return errorf(codeInvalidRequest, "charge is required")
+	case r.Amount != nil && *r.Amount <= 0:
+		return errorf(codeInvalidRequest, "amount must be a positive integer")
+	}
+	return nil
+}
+
+// same tells whether o repeats r.
+func (r refundRequest) same(o refundRequest) bool {
+	if r.Charge != o.Charge || r.Reference != o.Reference || (r.Amount == nil) != (o.Amount == nil) {
+		return false
+	}
+	return r.Amount == nil || *r.Amount == *o.Amount
+}
+
+// handleCreateRefund is POST /v1/refunds: count, then refund or replay.
+// Refunds are never faulted.
 func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
+	s.refundCalls.Add(1)
 	key, err := idempotencyKey(r)
 	if err != nil {
 		writeError(w, s.log, err)
@@ -23,33 +48,39 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, err)
 		return
 	}
-	if req.Charge == "" {
-		writeError(w, s.log, errorf(codeInvalidRequest, "charge is required"))
+	if err := req.validate(); err != nil {
+		writeError(w, s.log, err)
 		return
 	}
-	ans, refunded, err := s.commitRefund(key, req)
+	ans, made, err := s.commitRefund(key, req)
 	if err != nil {
 		writeError(w, s.log, err)
 		return
 	}
-	if refunded != nil {
-		s.notify(EventChargeRefunded, *refunded)
+	if made != nil {
+		s.notify(EventChargeRefunded, made.charge)
 	} else {
 		w.Header().Set(headerReplayed, "true")
 	}
 	writeRaw(w, ans.Status, ans.Body)
 }
 
-// commitRefund refunds req.Charge under key, or returns the answer already
-// stored under key. refunded is the charge after the refund, nil for a replay.
-// Refusals (unknown charge, not refundable) are not stored: nothing happened,
-// so the same key may be tried again.
-func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, refunded *Charge, err error) {
+// madeRefund is a new refund and its charge after it, for the webhooks.
+type madeRefund struct {
+	refund Refund
+	charge Charge
+}
+
+// commitRefund refunds req under key, or returns the answer already stored
+// under key (made is then nil). Refusals (unknown charge, not refundable,
+// too large) are not stored: nothing happened, so the same key may be tried
+// again, and succeeds once the cause is gone.
+func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, made *madeRefund, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prev, ok := s.st.refundKeys[key]; ok {
-		if s.st.refunds[prev.ID].Charge != req.Charge {
-			return storedAnswer{}, nil, errorf(codeIdempotencyError, "Idempotency-Key was already used to refund another charge")
+	if _, prev, ok := s.st.refundByKey(key); ok {
+		if !prev.Request.same(req) {
+			return storedAnswer{}, nil, errorf(codeIdempotencyError, "Idempotency-Key was already used with different parameters")
 		}
 		return *prev, nil, nil
 	}
@@ -58,15 +89,24 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 	case !ok:
 		return storedAnswer{}, nil, errorf(codeResourceMissing, "no such charge: "+req.Charge)
 	case ch.Status != StatusSucceeded:
-		return storedAnswer{}, nil, errorf(codeChargeNotRefundable, "only a succeeded charge can be refunded")
-	case ch.Refunded:
-		return storedAnswer{}, nil, errorf(codeChargeAlreadyRefunded, "the charge has already been refunded")
+		return storedAnswer{}, nil, errorf(codeChargeNotRefundable, "only a succeeded charge can be refunded; "+ch.ID+" is "+ch.Status)
+	}
+	rest := ch.refundable()
+	amount := rest
+	if req.Amount != nil {
+		amount = *req.Amount
+	}
+	if amount > rest || amount <= 0 {
+		return storedAnswer{}, nil, errorf(codeAmountTooLarge, fmt.Sprintf(
+			"refund amount %d is more than the unrefunded rest of charge %s, which is %d", amount, ch.ID, rest))
 	}
 	re := &Refund{
 		ID:             newID("re_"),
 		Charge:         ch.ID,
-		Amount:         ch.Amount,
+		Amount:         amount,
+		Currency:       ch.Currency,
 		Status:         StatusSucceeded,
+		Reference:      req.Reference,
 		IdempotencyKey: key,
 		Created:        s.now().Unix(),
 	}
@@ -74,17 +114,68 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 	if err != nil {
 		return storedAnswer{}, nil, fmt.Errorf("encode refund: %w", err)
 	}
-	ans = storedAnswer{ID: re.ID, Status: http.StatusCreated, Body: b}
+	stored := req
+	ans = storedAnswer{ID: re.ID, Status: http.StatusCreated, Body: b, Request: &stored}
+	before := *ch
 	s.st.refunds[re.ID] = re
 	s.st.refundKeys[key] = &ans
-	ch.Refunded = true
+	ch.AmountRefunded += amount
+	ch.Refunded = ch.AmountRefunded == ch.Amount
 	if err := s.persistLocked(); err != nil {
+		// Forget the refund: the caller is told it failed, so it must not exist.
 		delete(s.st.refunds, re.ID)
 		delete(s.st.refundKeys, key)
-		ch.Refunded = false
+		*ch = before
 		return storedAnswer{}, nil, fmt.Errorf("persist refund: %w", err)
 	}
-	s.log.Info("refund created", "refund", re.ID, "charge", ch.ID, "idempotency_key", key, "amount", re.Amount)
-	c := *ch
-	return ans, &c, nil
+	s.log.Info("refund created", "refund", re.ID, "charge", ch.ID, "idempotency_key", key,
+		"amount", re.Amount, "amount_refunded", ch.AmountRefunded, "refunded", ch.Refunded)
+	return ans, &madeRefund{refund: *re, charge: *ch}, nil
+}
+
+// handleListRefunds is GET /v1/refunds: one refund by ?idempotency_key=K
+// (200, or 404 resource_missing), or else {"data":[…],"has_more":false} with
+// every refund matching the optional ?charge and ?reference, ordered by
+// created then id.
+func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Has("idempotency_key") {
+		s.mu.Lock()
+		re, _, ok := s.st.refundByKey(q.Get("idempotency_key"))
+		var found Refund
+		if ok {
+			found = *re
+		}
+		s.mu.Unlock()
+		if !ok {
+			writeError(w, s.log, errorf(codeResourceMissing, "no refund was created with that idempotency key"))
+			return
+		}
+		writeJSON(w, http.StatusOK, found)
+		return
+	}
+	charge, byCharge := q.Get("charge"), q.Has("charge")
+	ref, byRef := q.Get("reference"), q.Has("reference")
+	s.mu.Lock()
+	data := s.st.sortedRefunds(func(re *Refund) bool {
+		return (!byCharge || re.Charge == charge) && (!byRef || re.Reference == ref)
+	})
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": false})
+}
+
+// handleGetRefund is GET /v1/refunds/{id}.
+func (s *Server) handleGetRefund(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	re, ok := s.st.refunds[r.PathValue("id")]
+	var found Refund
+	if ok {
+		found = *re
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, s.log, errorf(codeResourceMissing, "no such refund"))
+		return
+	}
+	writeJSON(w, http.StatusOK, found)
 }

@@ -26,9 +26,10 @@ type Server struct {
 	handler http.Handler
 	hooks   *webhookSender // nil when no webhook URL is configured
 
-	// chargeCalls and webhooksSent are counters bumped outside mu so that a
-	// call waiting on a state-file write is still counted at once.
+	// chargeCalls, refundCalls and webhooksSent are counters bumped outside
+	// mu so that a call waiting on a state-file write is still counted at once.
 	chargeCalls  atomic.Int64
+	refundCalls  atomic.Int64
 	webhooksSent atomic.Int64
 
 	mu sync.Mutex // guards st and serialises state-file writes
@@ -70,7 +71,8 @@ func New(cfg Config) (*Server, error) {
 		"state_file", cfg.StateFile,
 		"webhook_url", cfg.redactedWebhookURL(),
 		"latency", cfg.Latency.String(),
-		"charges", len(s.st.charges))
+		"charges", len(s.st.charges),
+		"refunds", len(s.st.refunds))
 	return s, nil
 }
 
@@ -131,11 +133,14 @@ func (s *Server) routes() http.Handler {
 	v1.HandleFunc("GET /v1/charges", s.handleListCharges)
 	v1.HandleFunc("GET /v1/charges/{id}", s.handleGetCharge)
 	v1.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
+	v1.HandleFunc("GET /v1/refunds", s.handleListRefunds)
+	v1.HandleFunc("GET /v1/refunds/{id}", s.handleGetRefund)
 
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", s.requireAPIKey(v1))
 	mux.HandleFunc("GET /_sim/charges", s.handleSimCharges)
 	mux.HandleFunc("POST /_sim/charges", s.handleSimImport)
+	mux.HandleFunc("GET /_sim/refunds", s.handleSimRefunds)
 	mux.HandleFunc("GET /_sim/stats", s.handleSimStats)
 	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)
 	mux.HandleFunc("PUT /_sim/faults", s.handlePutFaults)

@@ -12,6 +12,10 @@ type storedAnswer struct {
 	ID     string          `json:"id"` // the charge or refund the key created
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
+	// Request is the refund request that was answered, which a later call
+	// under the key must repeat. Charges leave it nil: their request is read
+	// back from the charge itself.
+	Request *refundRequest `json:"request,omitempty"`
 }
 
 // state is everything the simulator remembers; Server.mu guards it.
@@ -40,6 +44,15 @@ func (st *state) chargeByKey(key string) (*Charge, *storedAnswer, bool) {
 	return st.charges[ans.ID], ans, true
 }
 
+// refundByKey returns the refund created under an idempotency key.
+func (st *state) refundByKey(key string) (*Refund, *storedAnswer, bool) {
+	ans, ok := st.refundKeys[key]
+	if !ok {
+		return nil, nil, false
+	}
+	return st.refunds[ans.ID], ans, true
+}
+
 // sortedCharges returns copies of the charges keep accepts, ordered by
 // created then id: all of them, or the first limit when limit > 0.
 func (st *state) sortedCharges(keep func(*Charge) bool, limit int) []Charge {
@@ -62,11 +75,14 @@ func (st *state) sortedCharges(keep func(*Charge) bool, limit int) []Charge {
 	return out
 }
 
-// sortedRefunds returns copies of all refunds, ordered by created then id.
-func (st *state) sortedRefunds() []Refund {
+// sortedRefunds returns copies of the refunds keep accepts (all of them when
+// keep is nil), ordered by created then id.
+func (st *state) sortedRefunds(keep func(*Refund) bool) []Refund {
 	out := make([]Refund, 0, len(st.refunds))
 	for _, re := range st.refunds {
-		out = append(out, *re)
+		if keep == nil || keep(re) {
+			out = append(out, *re)
+		}
 	}
 	slices.SortFunc(out, func(a, b Refund) int {
 		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))

@@ -1,6 +1,8 @@
 package providersim
 
-// Charge statuses.
+import "fmt"
+
+// Charge and refund statuses.
 const (
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
@@ -23,16 +25,47 @@ type Charge struct {
 	IdempotencyKey string `json:"idempotency_key"`
 	PaymentMethod  string `json:"payment_method"`
 	Created        int64  `json:"created"`
-	Refunded       bool   `json:"refunded"`
-	FailureCode    string `json:"failure_code,omitempty"`
+	// AmountRefunded is the sum of the charge's refunds, in minor units.
+	AmountRefunded int64 `json:"amount_refunded"`
+	// Refunded is true once AmountRefunded reaches Amount.
+	Refunded    bool   `json:"refunded"`
+	FailureCode string `json:"failure_code,omitempty"`
 }
 
-// Refund gives back the whole amount of a succeeded charge.
+// refundable is what is left to refund of a succeeded charge.
+func (c *Charge) refundable() int64 { return c.Amount - c.AmountRefunded }
+
+// normalizeRefunds makes AmountRefunded and Refunded agree for a charge that
+// did not come from a refund here: one imported with POST /_sim/charges, or
+// read from a state file written before partial refunds existed, whose
+// "refunded":true (with no amount_refunded) meant the whole amount. It
+// refuses a charge whose fields contradict each other.
+func (c *Charge) normalizeRefunds() error {
+	if c.Refunded && c.AmountRefunded == 0 {
+		c.AmountRefunded = c.Amount
+	}
+	switch {
+	case c.AmountRefunded < 0 || c.AmountRefunded > c.Amount:
+		return fmt.Errorf("charge %s: amount_refunded %d is not between 0 and its amount %d", c.ID, c.AmountRefunded, c.Amount)
+	case c.AmountRefunded > 0 && c.Status != StatusSucceeded:
+		return fmt.Errorf("charge %s: only a succeeded charge can have refunds", c.ID)
+	case c.Refunded && c.AmountRefunded != c.Amount:
+		return fmt.Errorf("charge %s: refunded is true but amount_refunded %d is less than its amount %d", c.ID, c.AmountRefunded, c.Amount)
+	}
+	if c.AmountRefunded > 0 {
+		c.Refunded = c.AmountRefunded == c.Amount
+	}
+	return nil
+}
+
+// Refund gives back part or all of a succeeded charge.
 type Refund struct {
 	ID             string `json:"id"`
 	Charge         string `json:"charge"`
 	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
 	Status         string `json:"status"`
+	Reference      string `json:"reference"`
 	IdempotencyKey string `json:"idempotency_key"`
 	Created        int64  `json:"created"`
 }
@@ -62,6 +95,7 @@ type Faults struct {
 type Stats struct {
 	ChargeCalls  int64 `json:"charge_calls"`
 	Charges      int64 `json:"charges"`
+	RefundCalls  int64 `json:"refund_calls"`
 	Refunds      int64 `json:"refunds"`
 	WebhooksSent int64 `json:"webhooks_sent"`
 }

@@ -135,7 +135,7 @@ func TestWebhookEventTypes(t *testing.T) {
 	equal(t, byType[EventChargeSucceeded], paid, "charge.succeeded charge")
 	equal(t, byType[EventChargeFailed], declined, "charge.failed charge")
 	refunded := paid
-	refunded.Refunded = true
+	refunded.AmountRefunded, refunded.Refunded = 500, true
 	equal(t, byType[EventChargeRefunded], refunded, "charge.refunded charge")
 }
 
