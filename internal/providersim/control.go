@@ -107,7 +107,8 @@ func (s *Server) handleGetFaults(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePutFaults is PUT /_sim/faults: the body replaces the whole fault set
-// (an omitted field is zero). Unknown fields are refused so that a typo does
+// (an omitted field is zero), for charge calls, and for refund calls too when
+// it says "refunds":true. Unknown fields are refused so that a typo does
 // not silently leave a test running without its fault.
 func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 	var f Faults
@@ -122,7 +123,7 @@ func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setFaults(f)
-	s.log.Info("faults set", "latency_ms", f.LatencyMS, "error_rate", f.ErrorRate, "error_status", f.ErrorStatus, "drop_after_commit", f.DropAfterCommit)
+	s.log.Info("faults set", "latency_ms", f.LatencyMS, "error_rate", f.ErrorRate, "error_status", f.ErrorStatus, "drop_after_commit", f.DropAfterCommit, "refunds", f.Refunds)
 	writeJSON(w, http.StatusOK, f)
 }
 

@@ -14,6 +14,17 @@ func (s *Server) currentFaults() Faults {
 	return s.faults
 }
 
+// refundFaults is the fault set a refund call starts with: the one in force
+// when it says "refunds":true, else none (not even the startup latency,
+// which SIM_LATENCY documents as a charge delay).
+func (s *Server) refundFaults() Faults {
+	f := s.currentFaults()
+	if !f.Refunds {
+		return Faults{}
+	}
+	return f
+}
+
 func (s *Server) setFaults(f Faults) {
 	s.faultsMu.Lock()
 	defer s.faultsMu.Unlock()
@@ -50,7 +61,7 @@ func (f Faults) latency() time.Duration {
 }
 
 // dropConnection closes the client's connection without writing a response,
-// so the caller cannot tell whether its charge was made.
+// so the caller cannot tell whether its charge or refund was made.
 func dropConnection(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // refundRequest is the body of POST /v1/refunds. Amount nil means the whole
@@ -34,8 +35,8 @@ func (r refundRequest) same(o refundRequest) bool {
 	return r.Amount == nil || *r.Amount == *o.Amount
 }
 
-// handleCreateRefund is POST /v1/refunds: count, then refund or replay.
-// Refunds are never faulted.
+// handleCreateRefund is POST /v1/refunds: count, fault (only when the faults
+// say "refunds":true), sleep, then refund or replay.
 func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	s.refundCalls.Add(1)
 	key, err := idempotencyKey(r)
@@ -52,6 +53,16 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, err)
 		return
 	}
+	f := s.refundFaults()
+	if f.failNow() {
+		s.log.Info("refund call failed by fault", "idempotency_key", key, "status", f.errorStatus())
+		writeError(w, s.log, &apiError{status: f.errorStatus(), code: codeSimulatedFault, message: "simulated provider failure (error_rate fault)"})
+		return
+	}
+	// Not tied to r.Context(), like charges: the refund is made even when
+	// the caller has hung up meanwhile.
+	time.Sleep(f.latency())
+
 	ans, made, err := s.commitRefund(key, req)
 	if err != nil {
 		writeError(w, s.log, err)
@@ -59,7 +70,13 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	}
 	if made != nil {
 		s.notify(EventChargeRefunded, made.charge)
-	} else {
+	}
+	if f.DropAfterCommit {
+		s.log.Info("refund answer dropped by fault", "idempotency_key", key, "refund", ans.ID)
+		dropConnection(w)
+		return
+	}
+	if made == nil {
 		w.Header().Set(headerReplayed, "true")
 	}
 	writeRaw(w, ans.Status, ans.Body)

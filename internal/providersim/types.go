@@ -83,12 +83,14 @@ type EventData struct {
 	Charge Charge `json:"charge"`
 }
 
-// Faults is the set of misbehaviours applied to charge calls (never to lookups or refunds).
+// Faults is the set of misbehaviours applied to charge calls, and to refund
+// calls too when Refunds is set; lookups are never faulted.
 type Faults struct {
 	LatencyMS       int     `json:"latency_ms"`
 	ErrorRate       float64 `json:"error_rate"`
 	ErrorStatus     int     `json:"error_status"`
 	DropAfterCommit bool    `json:"drop_after_commit"`
+	Refunds         bool    `json:"refunds"`
 }
 
 // Stats counts what the simulator has done since its state was created.
