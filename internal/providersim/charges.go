@@ -66,7 +66,7 @@ func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if created != nil {
-		s.notify(chargeEventType(created), *created)
+		s.notifyCharge(chargeEventType(created), *created)
 	}
 	if f.DropAfterCommit {
 		s.log.Info("charge answer dropped by fault", "idempotency_key", key, "charge", ans.ID)

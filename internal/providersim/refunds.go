@@ -69,7 +69,8 @@ func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if made != nil {
-		s.notify(EventChargeRefunded, made.charge)
+		s.notifyRefund(made.refund)
+		s.notifyCharge(EventChargeRefunded, made.charge)
 	}
 	if f.DropAfterCommit {
 		s.log.Info("refund answer dropped by fault", "idempotency_key", key, "refund", ans.ID)

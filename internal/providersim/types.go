@@ -1,6 +1,9 @@
 package providersim
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Charge and refund statuses.
 const (
@@ -13,6 +16,7 @@ const (
 	EventChargeSucceeded = "charge.succeeded"
 	EventChargeFailed    = "charge.failed"
 	EventChargeRefunded  = "charge.refunded"
+	EventRefundSucceeded = "refund.succeeded"
 )
 
 // Charge is one charge the provider recorded, succeeded or failed.
@@ -78,9 +82,24 @@ type Event struct {
 	Data    EventData `json:"data"`
 }
 
-// EventData carries the charge an Event is about, as it was when the event was made.
+// EventData carries what an Event is about, as it was when the event was
+// made: the charge for charge.* events, the refund for refund.* events.
 type EventData struct {
-	Charge Charge `json:"charge"`
+	Charge Charge  `json:"charge"`
+	Refund *Refund `json:"refund,omitempty"`
+}
+
+// MarshalJSON writes {"charge":…} for a charge event and {"refund":…} for a
+// refund event, never an empty charge next to a refund.
+func (d EventData) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Charge *Charge `json:"charge,omitempty"`
+		Refund *Refund `json:"refund,omitempty"`
+	}{Refund: d.Refund}
+	if d.Refund == nil || d.Charge.ID != "" {
+		out.Charge = &d.Charge
+	}
+	return json.Marshal(out)
 }
 
 // Faults is the set of misbehaviours applied to charge calls, and to refund

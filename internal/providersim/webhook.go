@@ -24,9 +24,18 @@ const (
 	headerSignature       = "Sim-Signature"
 )
 
-// notify sends a webhook event about ch, if webhooks are configured. It never
-// blocks: the charge or refund answer does not wait for delivery.
-func (s *Server) notify(eventType string, ch Charge) {
+// notifyCharge sends a webhook event about ch, if webhooks are configured.
+// It never blocks: the charge or refund answer does not wait for delivery.
+func (s *Server) notifyCharge(eventType string, ch Charge) {
+	s.notify(eventType, EventData{Charge: ch})
+}
+
+// notifyRefund sends refund.succeeded about re, if webhooks are configured.
+func (s *Server) notifyRefund(re Refund) {
+	s.notify(EventRefundSucceeded, EventData{Refund: &re})
+}
+
+func (s *Server) notify(eventType string, data EventData) {
 	if s.hooks == nil {
 		return
 	}
@@ -34,7 +43,7 @@ func (s *Server) notify(eventType string, ch Charge) {
 		ID:      newID("evt_"),
 		Type:    eventType,
 		Created: s.now().Unix(),
-		Data:    EventData{Charge: ch},
+		Data:    data,
 	})
 }
 

@@ -118,25 +118,92 @@ func TestWebhookEventTypes(t *testing.T) {
 	b := setup(t, Config{WebhookURL: url, WebhookSecret: testWebhookSecret})
 	paid := decode[Charge](t, b.charge("k-paid", 500, "pm_card_visa"))
 	declined := decode[struct{ Charge Charge }](t, b.charge("k-declined", 500, "pm_card_declined")).Charge
-	equal(t, b.refund("k-refund", paid.ID).status, http.StatusCreated, "refund status")
-	// Replays create nothing and so announce nothing.
+	refund := decode[Refund](t, b.refund("k-refund", paid.ID))
+	// Replays and refusals create nothing and so announce nothing.
 	equal(t, b.charge("k-paid", 500, "pm_card_visa").header.Get("Idempotent-Replayed"), "true", "charge replay")
 	equal(t, b.refund("k-refund", paid.ID).header.Get("Idempotent-Replayed"), "true", "refund replay")
+	equal(t, b.refund("k-refund-2", paid.ID).status, http.StatusBadRequest, "refused refund")
 
-	eventually(t, "three webhooks to be delivered", func() bool { return b.stats().WebhooksSent == 3 })
-	equal(t, b.sim.hooks.queued.Load(), 3, "events queued")
+	eventually(t, "four webhooks to be delivered", func() bool { return b.stats().WebhooksSent == 4 })
+	equal(t, b.sim.hooks.queued.Load(), 4, "events queued")
 
-	byType := map[string]Charge{}
+	byType := map[string]Event{}
 	for _, d := range rc.got() {
 		verifySignature(t, testWebhookSecret, d.signature, d.body)
-		byType[d.event.Type] = d.event.Data.Charge
+		byType[d.event.Type] = d.event
 	}
-	equal(t, len(byType), 3, "distinct event types")
-	equal(t, byType[EventChargeSucceeded], paid, "charge.succeeded charge")
-	equal(t, byType[EventChargeFailed], declined, "charge.failed charge")
+	equal(t, len(byType), 4, "distinct event types")
+	equal(t, byType[EventChargeSucceeded].Data.Charge, paid, "charge.succeeded charge")
+	equal(t, byType[EventChargeFailed].Data.Charge, declined, "charge.failed charge")
+	equal(t, *byType[EventRefundSucceeded].Data.Refund, refund, "refund.succeeded refund")
 	refunded := paid
 	refunded.AmountRefunded, refunded.Refunded = 500, true
-	equal(t, byType[EventChargeRefunded], refunded, "charge.refunded charge")
+	equal(t, byType[EventChargeRefunded].Data.Charge, refunded, "charge.refunded charge")
+	equal(t, byType[EventChargeRefunded].Data.Refund == nil, true, "charge.refunded carries no refund")
+}
+
+// TestRefundWebhooks: each refund, partial or not, is announced by
+// refund.succeeded with {"data":{"refund":…}} and by charge.refunded with the
+// charge as the refund left it, both signed like every event.
+func TestRefundWebhooks(t *testing.T) {
+	t.Parallel()
+	rc, url := newReceiver(t, 1) // the first delivery fails and is retried
+	b := setup(t, Config{WebhookURL: url, WebhookSecret: testWebhookSecret})
+	ch := decode[Charge](t, b.charge("k-charge", 1000, "pm_card_visa"))
+	eventually(t, "charge.succeeded to be delivered", func() bool { return b.stats().WebhooksSent == 1 })
+
+	part := decode[Refund](t, b.refundPart("k-part", ch.ID, 400))
+	eventually(t, "the partial refund's webhooks", func() bool { return b.stats().WebhooksSent == 3 })
+	rest := decode[Refund](t, b.refund("k-rest", ch.ID))
+	eventually(t, "the last refund's webhooks", func() bool { return b.stats().WebhooksSent == 5 })
+
+	var refunds []Refund
+	var charges []Charge
+	seen := map[string]bool{}
+	for _, d := range rc.got()[1:] { // the failed first attempt is repeated in full
+		equal(t, d.contentType, "application/json", "content type")
+		verifySignature(t, testWebhookSecret, d.signature, d.body)
+		if seen[d.event.ID] {
+			continue
+		}
+		seen[d.event.ID] = true
+		if !strings.HasPrefix(d.event.ID, "evt_") || len(d.event.ID) != len("evt_")+24 {
+			t.Fatalf("event id %q", d.event.ID)
+		}
+		if d.event.Created < ch.Created || d.event.Created > time.Now().Unix() {
+			t.Fatalf("event created %d is not now", d.event.Created)
+		}
+		var raw struct {
+			Data map[string]json.RawMessage
+		}
+		noErr(t, json.Unmarshal(d.body, &raw), "decode event body")
+		switch d.event.Type {
+		case EventRefundSucceeded:
+			equal(t, len(raw.Data), 1, "keys in a refund event's data")
+			equal(t, raw.Data["refund"] != nil, true, "data.refund present")
+			refunds = append(refunds, *d.event.Data.Refund)
+		case EventChargeRefunded:
+			equal(t, len(raw.Data), 1, "keys in a charge event's data")
+			if !strings.Contains(string(raw.Data["charge"]), `"amount_refunded":`) {
+				t.Fatalf("charge.refunded charge %s lacks amount_refunded", raw.Data["charge"])
+			}
+			charges = append(charges, d.event.Data.Charge)
+		case EventChargeSucceeded:
+		default:
+			t.Fatalf("unexpected event type %q", d.event.Type)
+		}
+	}
+	equal(t, len(refunds), 2, "refund.succeeded events")
+	equal(t, len(charges), 2, "charge.refunded events")
+	equal(t, refunds[0], part, "first refund.succeeded refund")
+	equal(t, refunds[1], rest, "second refund.succeeded refund")
+	afterPart := ch
+	afterPart.AmountRefunded = 400
+	equal(t, charges[0], afterPart, "charge.refunded after the partial refund")
+	afterRest := ch
+	afterRest.AmountRefunded, afterRest.Refunded = 1000, true
+	equal(t, charges[1], afterRest, "charge.refunded after the rest")
+	equal(t, b.stats(), Stats{ChargeCalls: 1, Charges: 1, RefundCalls: 2, Refunds: 2, WebhooksSent: 5}, "stats")
 }
 
 func TestCloseStopsWebhookRetries(t *testing.T) {
