@@ -76,7 +76,7 @@ func TestBinary(t *testing.T) {
 	})
 }
 
-// serveUntilSIGTERM starts the binary on a free port, charges through it,
+// serveUntilSIGTERM starts the binary on a free port, charges and refunds through it,
 // stops it with SIGTERM and checks the exit status and the logs.
 func serveUntilSIGTERM(t *testing.T, bin string) {
 	const apiKey, secret = "sk_e2e_secret", "whsec_e2e_secret"
@@ -120,14 +120,20 @@ func serveUntilSIGTERM(t *testing.T, bin string) {
 		strings.NewReader(`{"amount":500,"currency":"USD","payment_method":"pm_card_visa","reference":"pay_e2e"}`))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set("Idempotency-Key", "k-e2e")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	var charge struct{ ID string }
+	post(t, req, &charge)
+
+	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/v1/refunds",
+		strings.NewReader(`{"charge":"`+charge.ID+`","amount":200,"reference":"rfd_e2e"}`))
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Idempotency-Key", "k-e2e-refund")
+	var refund struct {
+		Charge string
+		Amount int64
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("charge status %d, want 201", resp.StatusCode)
+	post(t, req, &refund)
+	if refund.Charge != charge.ID || refund.Amount != 200 {
+		t.Fatalf("refund %+v, want 200 of %s", refund, charge.ID)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -143,5 +149,22 @@ func serveUntilSIGTERM(t *testing.T, bin string) {
 		if strings.Contains(logs.String(), s) {
 			t.Fatalf("logs contain a secret:\n%s", logs.String())
 		}
+	}
+}
+
+// post sends req, wants 201 and decodes the answer into out.
+func post(t *testing.T, req *http.Request, out any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%s status %d, want 201: %s", req.URL.Path, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("%s: %v", req.URL.Path, err)
 	}
 }
