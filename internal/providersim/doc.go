@@ -2,15 +2,28 @@
 // semantics, for development, demos, tests and benchmarks.
 //
 // It exists to reproduce the failure that motivates paymentsvc: a provider
-// that is slow (latency spent before the charge is created, and not cut short
-// when the caller hangs up), that fails (error_rate), or whose answer is lost
-// after the charge is committed (drop_after_commit). Every charge and refund
-// call carries an Idempotency-Key; the first answer given under a key is
-// stored and replayed verbatim (header Idempotent-Replayed: true) to every
-// later call with the same key and the same parameters, so a client that
-// retries with its key is never charged twice. A key reused with different
-// parameters is refused with idempotency_error. Lookups by key, by id and by
-// creation window let a reconciler learn what happened to a lost call.
+// that is slow (latency spent before the charge or refund is created, and not
+// cut short when the caller hangs up), that fails (error_rate), or whose
+// answer is lost after the work is committed (drop_after_commit). Every
+// charge and refund call carries an Idempotency-Key; the first answer given
+// under a key is stored and replayed verbatim (header Idempotent-Replayed:
+// true) to every later call with the same key and the same parameters, so a
+// client that retries with its key is never charged or refunded twice. A key
+// reused with different parameters is refused with idempotency_error.
+// Lookups by key, by id and by creation window let a reconciler learn what
+// happened to a lost call.
+//
+// Refunds (POST /v1/refunds, body {"charge":…,"amount":N,"reference":…},
+// amount and reference optional) may be partial: a charge's amount_refunded
+// is the sum of its refunds, and refunded becomes true once that reaches the
+// charge's amount. A refund of more than the unrefunded rest answers 400
+// amount_too_large, a refund of a charge that did not succeed 400
+// charge_not_refundable, of an unknown charge 404 resource_missing. Each
+// refund emits refund.succeeded (data.refund) and charge.refunded (data.charge,
+// the charge as the refund left it).
+//
+// Faults (PUT /_sim/faults) apply to charge calls, and to refund calls too
+// when the fault set says "refunds":true; lookups are never faulted.
 //
 // All state sits behind one mutex, and the whole of it is rewritten atomically
 // to the state file (when configured) before a mutation is answered, so
@@ -18,16 +31,40 @@
 // signed webhooks, delivered asynchronously with bounded exponential backoff.
 //
 // Details the contract leaves open, decided here:
-//   - stats.charge_calls counts every authenticated POST /v1/charges, whatever
-//     its outcome (invalid, faulted, replayed, dropped).
+//   - stats.charge_calls and stats.refund_calls count every authenticated
+//     POST /v1/charges and POST /v1/refunds, whatever its outcome (invalid,
+//     refused, faulted, replayed, dropped).
 //   - A replay returns the bytes of the first answer; the current state of a
-//     charge (e.g. refunded) is read with GET /v1/charges?idempotency_key=K
-//     or GET /v1/charges/{id}.
-//   - Refusals (400, 404) are not stored under the key, since nothing was
-//     done; success and the 402 decline are.
-//   - GET /v1/charges also accepts ?reference=R, alone or with the window
-//     bounds (each optional), so a reconciler can find charges by reference.
+//     charge (e.g. amount_refunded) is read with
+//     GET /v1/charges?idempotency_key=K or GET /v1/charges/{id}.
+//   - Refusals (400, 404, and error_rate faults) are not stored under the
+//     key, since nothing was done: the same key may be used again, with the
+//     same or another body. Success and the 402 decline are stored.
+//   - A refund request is compared as it was sent: an omitted amount and the
+//     same amount spelled out are different requests under one key (the
+//     first means "the rest", whatever the rest is when it is made). An
+//     omitted reference and "" are the same.
+//   - amount_too_large also answers a refund of a charge with nothing left to
+//     refund (refunded: true), with or without an amount: the former
+//     charge_already_refunded code is no longer answered. A client that must
+//     tell "already wholly refunded" apart reads the charge's refunded field.
+//   - The checks of a refund run in this order: Idempotency-Key present, body
+//     valid (charge a non-empty string, amount a positive integer when
+//     given), error_rate fault, latency, key replay or idempotency_error,
+//     unknown charge, charge not succeeded, amount against the rest.
+//   - A refund has the charge's currency, and its reference is "" when none
+//     was given (like a charge's).
+//   - GET /v1/refunds without idempotency_key answers {"data":[…],
+//     "has_more":false} with every refund matching the optional ?charge=ch_…
+//     and ?reference=R; GET /v1/refunds/{id} answers one refund.
+//   - SIM_LATENCY delays charge calls only, like the contract says; the
+//     startup fault set DELETE /_sim/faults restores has "refunds":false.
+//   - POST /_sim/charges takes amount_refunded too ("refunded":true alone
+//     means the whole amount) and makes no refund records for it.
 //   - The state file is rewritten for every new charge or refund and on
-//     Close; counters changed in between (charge_calls, webhooks_sent) reach
-//     the file with the next write.
+//     Close; counters changed in between (charge_calls, refund_calls,
+//     webhooks_sent) reach the file with the next write. A file written
+//     before partial refunds loads: a charge's "refunded":true becomes
+//     amount_refunded = amount, a refund takes its charge's currency, and a
+//     refund key's request is {"charge":C}, which is what was sent then.
 package providersim
