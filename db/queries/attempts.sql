@@ -79,3 +79,40 @@ SELECT status,
 FROM payment_attempts
 WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
 GROUP BY status;
+
+-- name: AttemptGetForTenantForUpdate :one
+SELECT * FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE;
+
+-- AttemptReserveRefund adds a refund's amount to the payment's reserved
+-- amount; the guard repeats the check made on the locked row, so that no
+-- path can reserve more than the payment's amount.
+-- name: AttemptReserveRefund :execrows
+UPDATE payment_attempts
+SET amount_reserved = amount_reserved + sqlc.arg(amount)::bigint, updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'SUCCEEDED'
+  AND amount_reserved + sqlc.arg(amount)::bigint <= amount;
+
+-- AttemptReleaseRefund gives a FAILED refund's amount back.
+-- name: AttemptReleaseRefund :execrows
+UPDATE payment_attempts
+SET amount_reserved = amount_reserved - sqlc.arg(amount)::bigint, updated_at = now()
+WHERE id = sqlc.arg(id) AND amount_reserved >= sqlc.arg(amount)::bigint;
+
+-- AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded.
+-- name: AttemptAddRefunded :execrows
+UPDATE payment_attempts
+SET amount_refunded = amount_refunded + sqlc.arg(amount)::bigint, updated_at = now()
+WHERE id = sqlc.arg(id) AND amount_refunded + sqlc.arg(amount)::bigint <= amount_reserved;
+
+-- AttemptListPage is one page of a tenant's payments, newest first (equal
+-- created_at by id, descending), optionally of one order, after the cursor
+-- (after_created_at, after_id) when has_cursor; keyset on
+-- payment_attempts_tenant_created_idx / payment_attempts_tenant_order_idx.
+-- name: AttemptListPage :many
+SELECT * FROM payment_attempts
+WHERE tenant_id = sqlc.arg(tenant_id)
+  AND (sqlc.narg(order_id)::text IS NULL OR order_id = sqlc.narg(order_id)::text)
+  AND (NOT sqlc.arg(has_cursor)::boolean
+       OR (created_at, id) < (sqlc.arg(after_created_at)::timestamptz, sqlc.arg(after_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);

@@ -1,9 +1,10 @@
 -- Ownership of a key is decided here, by the primary key: of two racing
 -- inserts exactly one returns a row.
+-- A key names the payment (attempt_id) or the refund (refund_id) it created.
 -- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, locked_until, expires_at)
 VALUES (
-    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.arg(attempt_id),
+    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.narg(attempt_id), sqlc.narg(refund_id),
     now() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
     now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 )
@@ -12,7 +13,7 @@ RETURNING lock_token;
 
 -- The lock is judged by the database clock, never a pod's.
 -- name: IdemKeyGet :one
-SELECT tenant_id, key, fingerprint, attempt_id, lock_token, response_code, response_body,
+SELECT tenant_id, key, fingerprint, attempt_id, refund_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
        GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
 FROM idempotency_keys
@@ -62,18 +63,22 @@ WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
 -- name: IdemKeyGetByAttempt :one
 SELECT tenant_id, key FROM idempotency_keys WHERE attempt_id = $1;
 
--- IdemKeyDeleteExpired deletes one batch of expired keys whose attempt is
--- final (SUCCEEDED or FAILED: nothing can change them any more, so the stored
--- response is all the key still held). A key of an unresolved attempt is kept
--- however old, because a retry with it must resume that attempt rather than
+-- name: IdemKeyGetByRefund :one
+SELECT tenant_id, key FROM idempotency_keys WHERE refund_id = $1;
+
+-- IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
+-- refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
+-- the stored response is all the key still held). A key of an unresolved one
+-- is kept however old, because a retry with it must resume it rather than
 -- start a new one. SKIP LOCKED passes over a key a request holds right now.
 -- name: IdemKeyDeleteExpired :execrows
 DELETE FROM idempotency_keys
 WHERE (tenant_id, key) IN (
     SELECT k.tenant_id, k.key
     FROM idempotency_keys AS k
-    JOIN payment_attempts AS a ON a.id = k.attempt_id
-    WHERE k.expires_at < now() AND a.status IN ('SUCCEEDED', 'FAILED')
+    LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
+    LEFT JOIN refunds AS r ON r.id = k.refund_id
+    WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
     ORDER BY k.expires_at
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE OF k SKIP LOCKED

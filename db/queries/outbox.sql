@@ -1,9 +1,9 @@
 -- OutboxInsert is the one way a row gets into the outbox (outbox.Enqueue),
 -- in the transaction that makes the change the event reports.
 -- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, payment_id, payload)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (payment_id, type) DO NOTHING;
+INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (subject_id, type) DO NOTHING;
 
 -- Wakes the outbox relays (LISTEN outbox) when the transaction commits.
 -- name: OutboxNotify :exec
@@ -16,7 +16,7 @@ SELECT pg_notify('outbox', '');
 -- for fresh rows and follows outbox_unpublished_idx without a sort; rows that
 -- failed wait their backoff instead of blocking the head of the queue.
 -- name: OutboxClaim :many
-SELECT id, type, payment_id, payload, created_at, publish_attempts
+SELECT id, type, subject, payment_id, payload, created_at, publish_attempts
 FROM outbox
 WHERE published_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at, id

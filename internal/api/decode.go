@@ -9,11 +9,13 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -58,16 +60,9 @@ func invalid(format string, args ...any) error {
 // decodeCreate parses and validates a create body into the payment fields
 // of a CreateInput; the detail of an error names the offending field.
 func decodeCreate(body []byte) (payments.CreateInput, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var req createRequest
-	if err := dec.Decode(&req); err != nil {
-		return payments.CreateInput{}, decodeError(err)
-	}
-	// Not dec.More(): it reports false for a trailing '}' or ']'.
-	if _, err := dec.Token(); err != io.EOF {
-		return payments.CreateInput{}, invalid("request body must be a single JSON object")
+	if err := decodeStrict(body, &req); err != nil {
+		return payments.CreateInput{}, err
 	}
 	var v payments.CreateInput
 	switch {
@@ -107,6 +102,21 @@ func decodeCreate(body []byte) (payments.CreateInput, error) {
 	}
 	v.Metadata = req.Metadata
 	return v, nil
+}
+
+// decodeStrict decodes body, one JSON object with no unknown fields, into v.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	// Not dec.More(): it reports false for a trailing '}' or ']'.
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("request body must be a single JSON object")
+	}
+	return nil
 }
 
 func parseAmount(raw json.RawMessage) (int64, error) {
@@ -172,5 +182,38 @@ func requireQuery(r *http.Request, name string) (string, error) {
 	if v == "" {
 		return "", invalid("query parameter %s is required", name)
 	}
+	return v, nil
+}
+
+// refundRequest is the body of POST /v1/payments/{id}/refunds.
+type refundRequest struct {
+	Amount   json.RawMessage   `json:"amount"`
+	Reason   *string           `json:"reason"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// decodeRefund parses and validates a refund body (every field optional)
+// into the refund fields of a RefundInput.
+func decodeRefund(body []byte) (payments.RefundInput, error) {
+	var req refundRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return payments.RefundInput{}, err
+	}
+	var v payments.RefundInput
+	if len(req.Amount) > 0 && string(req.Amount) != "null" {
+		amount, err := parseAmount(req.Amount)
+		if err != nil {
+			return v, err
+		}
+		v.Amount = &amount
+	}
+	if req.Reason != nil && !slices.Contains(refunds.Reasons, *req.Reason) {
+		return v, invalid("reason must be one of %s", strings.Join(refunds.Reasons, ", "))
+	}
+	v.Reason = req.Reason
+	if err := validateMetadata(req.Metadata); err != nil {
+		return v, err
+	}
+	v.Metadata = req.Metadata
 	return v, nil
 }

@@ -17,18 +17,8 @@ import (
 const createRoute = "/v1/payments"
 
 func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
-	switch {
-	case errors.Is(err, idempotency.ErrKeyMissing):
-		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyMissing, "Idempotency-Key header is required"))
-		return
-	case err != nil:
-		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters"))
-		return
-	}
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
+	key, body, ok := s.keyAndBody(w, r)
+	if !ok {
 		return
 	}
 	req, err := decodeCreate(body)
@@ -44,6 +34,31 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	req.TenantID, req.IdempotencyKey, req.Fingerprint = t.ID, key, fp
 	reply, err := s.Payments.Create(r.Context(), req)
+	s.writeReply(w, r, reply, err)
+}
+
+// keyAndBody reads the Idempotency-Key and the JSON body of a create
+// request, answering the problem itself when either is missing or bad.
+func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request) (string, []byte, bool) {
+	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
+	switch {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyMissing, "Idempotency-Key header is required"))
+		return "", nil, false
+	case err != nil:
+		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters"))
+		return "", nil, false
+	}
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", nil, false
+	}
+	return key, body, true
+}
+
+// writeReply answers a create (or a refund) as the service decided.
+func (s *server) writeReply(w http.ResponseWriter, r *http.Request, reply payments.Reply, err error) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,12 +100,26 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) listPayments(w http.ResponseWriter, r *http.Request) {
-	orderID, err := requireQuery(r, "order_id")
+	t := tenantOf(r.Context())
+	page, err := pageOf(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	list, err := attempts.ListByOrder(r.Context(), s.Pool, tenantOf(r.Context()).ID, orderID)
+	lq := attempts.ListQuery{TenantID: t.ID, OrderID: r.URL.Query().Get("order_id"), Limit: page.limit}
+	if page.after != "" {
+		after, err := attempts.GetForTenant(r.Context(), s.Pool, t.ID, page.after)
+		if errors.Is(err, attempts.ErrNotFound) {
+			s.writeError(w, r, invalid("starting_after names no payment of yours"))
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		lq.After = &after
+	}
+	list, more, err := attempts.List(r.Context(), s.Pool, lq)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -99,5 +128,5 @@ func (s *server) listPayments(w http.ResponseWriter, r *http.Request) {
 	for i, a := range list {
 		out[i] = a.Public()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+	writeJSON(w, http.StatusOK, listBody[attempts.Payment]{Data: out, HasMore: more})
 }

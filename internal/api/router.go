@@ -68,6 +68,9 @@ func New(d Deps) http.Handler {
 		r.Post("/v1/payments", s.createPayment)
 		r.Get("/v1/payments", s.listPayments)
 		r.Get("/v1/payments/{id}", s.getPayment)
+		r.Post("/v1/payments/{id}/refunds", s.createRefund)
+		r.Get("/v1/payments/{id}/refunds", s.listRefunds)
+		r.Get("/v1/refunds/{id}", s.getRefund)
 	})
 	return r
 }

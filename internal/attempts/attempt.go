@@ -23,6 +23,8 @@ type Attempt struct {
 	Provider         string
 	ProviderChargeID *string
 	FailureCode      *string
+	AmountReserved   int64 // the sum of its refunds that are not FAILED
+	AmountRefunded   int64 // the sum of its SUCCEEDED refunds
 	CheckCount       int
 	NextCheckAt      *time.Time
 	NeedsReview      bool
@@ -41,6 +43,8 @@ type Payment struct {
 	Provider         string            `json:"provider"`
 	ProviderChargeID *string           `json:"provider_charge_id"`
 	FailureCode      *string           `json:"failure_code"`
+	AmountRefunded   int64             `json:"amount_refunded"`
+	AmountRefundable int64             `json:"amount_refundable"`
 	Description      *string           `json:"description,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	CreatedAt        time.Time         `json:"created_at"`
@@ -52,9 +56,19 @@ func (a Attempt) Public() Payment {
 	return Payment{
 		ID: a.ID, OrderID: a.OrderID, Amount: a.Amount, Currency: a.Currency,
 		Status: a.Status, Provider: a.Provider, ProviderChargeID: a.ProviderChargeID,
-		FailureCode: a.FailureCode, Description: a.Description, Metadata: a.Metadata,
+		FailureCode: a.FailureCode, AmountRefunded: a.AmountRefunded, AmountRefundable: a.Refundable(),
+		Description: a.Description, Metadata: a.Metadata,
 		CreatedAt: a.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: a.UpdatedAt.UTC().Truncate(time.Second),
 	}
+}
+
+// Refundable is what refunds may still take of the payment: its amount
+// minus its refunds that are not FAILED, once SUCCEEDED; 0 before.
+func (a Attempt) Refundable() int64 {
+	if a.Status != Succeeded {
+		return 0
+	}
+	return a.Amount - a.AmountReserved
 }
 
 // ProviderKey is the idempotency key sent to the provider for attempt id:
@@ -71,6 +85,7 @@ func fromRow(r db.PaymentAttempt) Attempt {
 		Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
 		Description: r.Description, Status: Status(r.Status), Provider: r.Provider,
 		ProviderChargeID: r.ProviderChargeID, FailureCode: r.FailureCode,
+		AmountReserved: r.AmountReserved, AmountRefunded: r.AmountRefunded,
 		CheckCount: int(r.CheckCount), NextCheckAt: r.NextCheckAt, NeedsReview: r.NeedsReview,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}

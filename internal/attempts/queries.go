@@ -99,3 +99,37 @@ func QuietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool,
 	}
 	return quiet, nil
 }
+
+// ListQuery asks for a page of a tenant's payments, newest first: at most
+// Limit of them, only OrderID's when it is set, after the payment After
+// (found with GetForTenant) when it is set.
+type ListQuery struct {
+	TenantID string
+	OrderID  string
+	After    *Attempt
+	Limit    int
+}
+
+// List returns one page of payments and whether more follow.
+func List(ctx context.Context, q db.DBTX, lq ListQuery) ([]Attempt, bool, error) {
+	p := db.AttemptListPageParams{TenantID: lq.TenantID, MaxRows: int32(lq.Limit + 1)}
+	if lq.OrderID != "" {
+		p.OrderID = &lq.OrderID
+	}
+	if lq.After != nil {
+		p.HasCursor, p.AfterCreatedAt, p.AfterID = true, lq.After.CreatedAt, lq.After.ID
+	}
+	rows, err := db.Q.AttemptListPage(ctx, q, p)
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	more := len(rows) > lq.Limit
+	if more {
+		rows = rows[:lq.Limit]
+	}
+	out := make([]Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out, more, nil
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 )
 
 // The reconciler's bookkeeping on unresolved attempts (see
@@ -12,12 +13,7 @@ import (
 // again, and which a human must look at.
 
 // Claim is an unresolved attempt a reconciler holds the lease of.
-type Claim struct {
-	ID          string
-	Status      Status
-	CheckCount  int
-	NeedsReview bool
-}
+type Claim = lifecycle.Claim
 
 // ClaimDue takes up to max unresolved attempts unchanged for at least minAge
 // and due for a check, and pushes their next check out by lease, so that no

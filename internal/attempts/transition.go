@@ -9,8 +9,11 @@ import (
 	"github.com/acme/paymentsvc/internal/outbox"
 )
 
-// EventPaymentSucceeded is the outbox event type written on SUCCEEDED.
-const EventPaymentSucceeded = "PaymentSucceeded"
+// The outbox events a payment's transitions write: on SUCCEEDED and on FAILED.
+const (
+	EventPaymentSucceeded = outbox.TypePaymentSucceeded
+	EventPaymentFailed    = outbox.TypePaymentFailed
+)
 
 // Change asks for a transition of attempt ID to To.
 type Change struct {
@@ -60,8 +63,8 @@ func Update(ctx context.Context, tx db.DBTX, id string, decide Decide) (Attempt,
 		return Attempt{}, false, err
 	}
 	a = fromRow(row)
-	if c.To == Succeeded {
-		if err := enqueueSucceeded(ctx, tx, a); err != nil {
+	if c.To.Final() {
+		if err := enqueueFinal(ctx, tx, a); err != nil {
 			return Attempt{}, false, err
 		}
 	}
@@ -75,13 +78,19 @@ func Transition(ctx context.Context, tx db.DBTX, c Change) (Attempt, bool, error
 	return Update(ctx, tx, c.ID, func(Attempt) (Change, bool) { return c, true })
 }
 
-func enqueueSucceeded(ctx context.Context, tx db.DBTX, a Attempt) error {
+// enqueueFinal writes the event of a payment that became final: its data is
+// the payment as clients see it, with its tenant.
+func enqueueFinal(ctx context.Context, tx db.DBTX, a Attempt) error {
 	p := a.Public()
 	p.TenantID = a.TenantID
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	_, err = outbox.Enqueue(ctx, tx, outbox.Event{Type: EventPaymentSucceeded, PaymentID: a.ID, Payload: payload})
+	typ := EventPaymentSucceeded
+	if a.Status == Failed {
+		typ = EventPaymentFailed
+	}
+	_, err = outbox.Enqueue(ctx, tx, outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID, Payload: payload})
 	return err
 }

@@ -8,6 +8,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 const anomalyInsert = `-- name: AnomalyInsert :exec
@@ -35,6 +36,26 @@ func (q *Queries) AnomalyInsert(ctx context.Context, db DBTX, arg AnomalyInsertP
 		arg.DedupeKey,
 	)
 	return err
+}
+
+const attemptAddRefunded = `-- name: AttemptAddRefunded :execrows
+UPDATE payment_attempts
+SET amount_refunded = amount_refunded + $1::bigint, updated_at = now()
+WHERE id = $2 AND amount_refunded + $1::bigint <= amount_reserved
+`
+
+type AttemptAddRefundedParams struct {
+	Amount int64
+	ID     string
+}
+
+// AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded.
+func (q *Queries) AttemptAddRefunded(ctx context.Context, db DBTX, arg AttemptAddRefundedParams) (int64, error) {
+	result, err := db.Exec(ctx, attemptAddRefunded, arg.Amount, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const attemptBacklogByStatus = `-- name: AttemptBacklogByStatus :many
@@ -142,7 +163,7 @@ func (q *Queries) AttemptEventList(ctx context.Context, db DBTX, attemptID strin
 }
 
 const attemptGetByChargeID = `-- name: AttemptGetByChargeID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts WHERE provider_charge_id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE provider_charge_id = $1
 `
 
 func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerChargeID *string) (PaymentAttempt, error) {
@@ -167,12 +188,14 @@ func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerCha
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts WHERE id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -197,12 +220,14 @@ func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (Payme
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const attemptGetForTenant = `-- name: AttemptGetForTenant :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE tenant_id = $1 AND id = $2
 `
 
 type AttemptGetForTenantParams struct {
@@ -232,12 +257,51 @@ func (q *Queries) AttemptGetForTenant(ctx context.Context, db DBTX, arg AttemptG
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
+	)
+	return i, err
+}
+
+const attemptGetForTenantForUpdate = `-- name: AttemptGetForTenantForUpdate :one
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+`
+
+type AttemptGetForTenantForUpdateParams struct {
+	TenantID string
+	ID       string
+}
+
+func (q *Queries) AttemptGetForTenantForUpdate(ctx context.Context, db DBTX, arg AttemptGetForTenantForUpdateParams) (PaymentAttempt, error) {
+	row := db.QueryRow(ctx, attemptGetForTenantForUpdate, arg.TenantID, arg.ID)
+	var i PaymentAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.OrderID,
+		&i.IdempotencyKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Metadata,
+		&i.Status,
+		&i.Provider,
+		&i.ProviderChargeID,
+		&i.FailureCode,
+		&i.CheckCount,
+		&i.NextCheckAt,
+		&i.NeedsReview,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const attemptGetForUpdate = `-- name: AttemptGetForUpdate :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -262,12 +326,14 @@ func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const attemptGetLiveForOrder = `-- name: AttemptGetLiveForOrder :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2 AND status <> 'FAILED'
 `
 
@@ -298,6 +364,8 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
@@ -309,7 +377,7 @@ INSERT INTO payment_attempts (
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED'
 )
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded
 `
 
 type AttemptInsertParams struct {
@@ -356,12 +424,14 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }
 
 const attemptListByOrder = `-- name: AttemptListByOrder :many
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2
 ORDER BY created_at, id
 `
@@ -399,6 +469,79 @@ func (q *Queries) AttemptListByOrder(ctx context.Context, db DBTX, arg AttemptLi
 			&i.NeedsReview,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.AmountReserved,
+			&i.AmountRefunded,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attemptListPage = `-- name: AttemptListPage :many
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
+WHERE tenant_id = $1
+  AND ($2::text IS NULL OR order_id = $2::text)
+  AND (NOT $3::boolean
+       OR (created_at, id) < ($4::timestamptz, $5::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $6
+`
+
+type AttemptListPageParams struct {
+	TenantID       string
+	OrderID        *string
+	HasCursor      bool
+	AfterCreatedAt time.Time
+	AfterID        string
+	MaxRows        int32
+}
+
+// AttemptListPage is one page of a tenant's payments, newest first (equal
+// created_at by id, descending), optionally of one order, after the cursor
+// (after_created_at, after_id) when has_cursor; keyset on
+// payment_attempts_tenant_created_idx / payment_attempts_tenant_order_idx.
+func (q *Queries) AttemptListPage(ctx context.Context, db DBTX, arg AttemptListPageParams) ([]PaymentAttempt, error) {
+	rows, err := db.Query(ctx, attemptListPage,
+		arg.TenantID,
+		arg.OrderID,
+		arg.HasCursor,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PaymentAttempt
+	for rows.Next() {
+		var i PaymentAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.OrderID,
+			&i.IdempotencyKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderChargeID,
+			&i.FailureCode,
+			&i.CheckCount,
+			&i.NextCheckAt,
+			&i.NeedsReview,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.AmountReserved,
+			&i.AmountRefunded,
 		); err != nil {
 			return nil, err
 		}
@@ -429,6 +572,49 @@ func (q *Queries) AttemptQuietFor(ctx context.Context, db DBTX, arg AttemptQuiet
 	return quiet, err
 }
 
+const attemptReleaseRefund = `-- name: AttemptReleaseRefund :execrows
+UPDATE payment_attempts
+SET amount_reserved = amount_reserved - $1::bigint, updated_at = now()
+WHERE id = $2 AND amount_reserved >= $1::bigint
+`
+
+type AttemptReleaseRefundParams struct {
+	Amount int64
+	ID     string
+}
+
+// AttemptReleaseRefund gives a FAILED refund's amount back.
+func (q *Queries) AttemptReleaseRefund(ctx context.Context, db DBTX, arg AttemptReleaseRefundParams) (int64, error) {
+	result, err := db.Exec(ctx, attemptReleaseRefund, arg.Amount, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const attemptReserveRefund = `-- name: AttemptReserveRefund :execrows
+UPDATE payment_attempts
+SET amount_reserved = amount_reserved + $1::bigint, updated_at = now()
+WHERE id = $2 AND status = 'SUCCEEDED'
+  AND amount_reserved + $1::bigint <= amount
+`
+
+type AttemptReserveRefundParams struct {
+	Amount int64
+	ID     string
+}
+
+// AttemptReserveRefund adds a refund's amount to the payment's reserved
+// amount; the guard repeats the check made on the locked row, so that no
+// path can reserve more than the payment's amount.
+func (q *Queries) AttemptReserveRefund(ctx context.Context, db DBTX, arg AttemptReserveRefundParams) (int64, error) {
+	result, err := db.Exec(ctx, attemptReserveRefund, arg.Amount, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const attemptTouch = `-- name: AttemptTouch :exec
 UPDATE payment_attempts SET updated_at = now()
 WHERE id = $1 AND status IN ('CREATED', 'PENDING', 'UNKNOWN')
@@ -449,7 +635,7 @@ SET status             = $1,
     failure_code       = COALESCE($3, failure_code),
     updated_at         = now()
 WHERE id = $4 AND status = $5
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded
 `
 
 type AttemptTransitionParams struct {
@@ -491,6 +677,8 @@ func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTra
 		&i.NeedsReview,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
 	)
 	return i, err
 }

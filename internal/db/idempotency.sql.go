@@ -42,18 +42,19 @@ DELETE FROM idempotency_keys
 WHERE (tenant_id, key) IN (
     SELECT k.tenant_id, k.key
     FROM idempotency_keys AS k
-    JOIN payment_attempts AS a ON a.id = k.attempt_id
-    WHERE k.expires_at < now() AND a.status IN ('SUCCEEDED', 'FAILED')
+    LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
+    LEFT JOIN refunds AS r ON r.id = k.refund_id
+    WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
     ORDER BY k.expires_at
     LIMIT $1
     FOR UPDATE OF k SKIP LOCKED
 )
 `
 
-// IdemKeyDeleteExpired deletes one batch of expired keys whose attempt is
-// final (SUCCEEDED or FAILED: nothing can change them any more, so the stored
-// response is all the key still held). A key of an unresolved attempt is kept
-// however old, because a retry with it must resume that attempt rather than
+// IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
+// refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
+// the stored response is all the key still held). A key of an unresolved one
+// is kept however old, because a retry with it must resume it rather than
 // start a new one. SKIP LOCKED passes over a key a request holds right now.
 func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int32) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyDeleteExpired, maxRows)
@@ -64,7 +65,7 @@ func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int
 }
 
 const idemKeyGet = `-- name: IdemKeyGet :one
-SELECT tenant_id, key, fingerprint, attempt_id, lock_token, response_code, response_body,
+SELECT tenant_id, key, fingerprint, attempt_id, refund_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
        GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
 FROM idempotency_keys
@@ -80,7 +81,8 @@ type IdemKeyGetRow struct {
 	TenantID          string
 	Key               string
 	Fingerprint       []byte
-	AttemptID         string
+	AttemptID         *string
+	RefundID          *string
 	LockToken         int64
 	ResponseCode      *int32
 	ResponseBody      []byte
@@ -97,6 +99,7 @@ func (q *Queries) IdemKeyGet(ctx context.Context, db DBTX, arg IdemKeyGetParams)
 		&i.Key,
 		&i.Fingerprint,
 		&i.AttemptID,
+		&i.RefundID,
 		&i.LockToken,
 		&i.ResponseCode,
 		&i.ResponseBody,
@@ -115,19 +118,35 @@ type IdemKeyGetByAttemptRow struct {
 	Key      string
 }
 
-func (q *Queries) IdemKeyGetByAttempt(ctx context.Context, db DBTX, attemptID string) (IdemKeyGetByAttemptRow, error) {
+func (q *Queries) IdemKeyGetByAttempt(ctx context.Context, db DBTX, attemptID *string) (IdemKeyGetByAttemptRow, error) {
 	row := db.QueryRow(ctx, idemKeyGetByAttempt, attemptID)
 	var i IdemKeyGetByAttemptRow
 	err := row.Scan(&i.TenantID, &i.Key)
 	return i, err
 }
 
+const idemKeyGetByRefund = `-- name: IdemKeyGetByRefund :one
+SELECT tenant_id, key FROM idempotency_keys WHERE refund_id = $1
+`
+
+type IdemKeyGetByRefundRow struct {
+	TenantID string
+	Key      string
+}
+
+func (q *Queries) IdemKeyGetByRefund(ctx context.Context, db DBTX, refundID *string) (IdemKeyGetByRefundRow, error) {
+	row := db.QueryRow(ctx, idemKeyGetByRefund, refundID)
+	var i IdemKeyGetByRefundRow
+	err := row.Scan(&i.TenantID, &i.Key)
+	return i, err
+}
+
 const idemKeyInsert = `-- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, locked_until, expires_at)
 VALUES (
-    $1, $2, $3, $4,
-    now() + $5::bigint * interval '1 millisecond',
-    now() + $6::bigint * interval '1 millisecond'
+    $1, $2, $3, $4, $5,
+    now() + $6::bigint * interval '1 millisecond',
+    now() + $7::bigint * interval '1 millisecond'
 )
 ON CONFLICT (tenant_id, key) DO NOTHING
 RETURNING lock_token
@@ -137,19 +156,22 @@ type IdemKeyInsertParams struct {
 	TenantID    string
 	Key         string
 	Fingerprint []byte
-	AttemptID   string
+	AttemptID   *string
+	RefundID    *string
 	LockTtlMs   int64
 	KeyTtlMs    int64
 }
 
 // Ownership of a key is decided here, by the primary key: of two racing
 // inserts exactly one returns a row.
+// A key names the payment (attempt_id) or the refund (refund_id) it created.
 func (q *Queries) IdemKeyInsert(ctx context.Context, db DBTX, arg IdemKeyInsertParams) (int64, error) {
 	row := db.QueryRow(ctx, idemKeyInsert,
 		arg.TenantID,
 		arg.Key,
 		arg.Fingerprint,
 		arg.AttemptID,
+		arg.RefundID,
 		arg.LockTtlMs,
 		arg.KeyTtlMs,
 	)
@@ -170,9 +192,9 @@ type IdemKeyLockOwnedParams struct {
 	LockToken int64
 }
 
-func (q *Queries) IdemKeyLockOwned(ctx context.Context, db DBTX, arg IdemKeyLockOwnedParams) (string, error) {
+func (q *Queries) IdemKeyLockOwned(ctx context.Context, db DBTX, arg IdemKeyLockOwnedParams) (*string, error) {
 	row := db.QueryRow(ctx, idemKeyLockOwned, arg.TenantID, arg.Key, arg.LockToken)
-	var attempt_id string
+	var attempt_id *string
 	err := row.Scan(&attempt_id)
 	return attempt_id, err
 }

@@ -24,7 +24,7 @@ type IdempotencyKey struct {
 	TenantID     string
 	Key          string
 	Fingerprint  []byte
-	AttemptID    string
+	AttemptID    *string
 	LockToken    int64
 	LockedUntil  *time.Time
 	ResponseCode *int32
@@ -32,6 +32,7 @@ type IdempotencyKey struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	ExpiresAt    time.Time
+	RefundID     *string
 }
 
 type Outbox struct {
@@ -44,6 +45,8 @@ type Outbox struct {
 	PublishAttempts int32
 	LastError       *string
 	NextAttemptAt   time.Time
+	SubjectID       string
+	Subject         string
 }
 
 type PaymentAttempt struct {
@@ -65,11 +68,43 @@ type PaymentAttempt struct {
 	NeedsReview      bool
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	AmountReserved   int64
+	AmountRefunded   int64
 }
 
 type PaymentAttemptEvent struct {
 	ID         int64
 	AttemptID  string
+	FromStatus *string
+	ToStatus   string
+	Source     string
+	Reason     string
+	CreatedAt  time.Time
+}
+
+type Refund struct {
+	ID               string
+	TenantID         string
+	PaymentID        string
+	IdempotencyKey   string
+	Amount           int64
+	Currency         string
+	Reason           *string
+	Metadata         json.RawMessage
+	Status           string
+	Provider         string
+	ProviderRefundID *string
+	FailureCode      *string
+	CheckCount       int32
+	NextCheckAt      *time.Time
+	NeedsReview      bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+type RefundEvent struct {
+	ID         int64
+	RefundID   string
 	FromStatus *string
 	ToStatus   string
 	Source     string

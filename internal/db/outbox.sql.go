@@ -12,7 +12,7 @@ import (
 )
 
 const outboxClaim = `-- name: OutboxClaim :many
-SELECT id, type, payment_id, payload, created_at, publish_attempts
+SELECT id, type, subject, payment_id, payload, created_at, publish_attempts
 FROM outbox
 WHERE published_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at, id
@@ -23,6 +23,7 @@ FOR UPDATE SKIP LOCKED
 type OutboxClaimRow struct {
 	ID              string
 	Type            string
+	Subject         string
 	PaymentID       string
 	Payload         json.RawMessage
 	CreatedAt       time.Time
@@ -47,6 +48,7 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, maxRows int32) ([]Ou
 		if err := rows.Scan(
 			&i.ID,
 			&i.Type,
+			&i.Subject,
 			&i.PaymentID,
 			&i.Payload,
 			&i.CreatedAt,
@@ -63,14 +65,16 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, maxRows int32) ([]Ou
 }
 
 const outboxInsert = `-- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, payment_id, payload)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (payment_id, type) DO NOTHING
+INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (subject_id, type) DO NOTHING
 `
 
 type OutboxInsertParams struct {
 	ID        string
 	Type      string
+	Subject   string
+	SubjectID string
 	PaymentID string
 	Payload   json.RawMessage
 }
@@ -81,6 +85,8 @@ func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertPar
 	_, err := db.Exec(ctx, outboxInsert,
 		arg.ID,
 		arg.Type,
+		arg.Subject,
+		arg.SubjectID,
 		arg.PaymentID,
 		arg.Payload,
 	)

@@ -8,11 +8,16 @@ import (
 	"sync/atomic"
 )
 
-// The failpoints of the create path (docs/configuration.md, "Failpoints").
+// The failpoints of the create path and of the refund path
+// (docs/configuration.md, "Failpoints").
 const (
 	AfterKeyAcquired     = "after_key_acquired"
 	AfterProviderCall    = "after_provider_call"
 	BeforeCompleteCommit = "before_complete_commit"
+
+	RefundAfterKeyAcquired     = "refund_after_key_acquired"
+	RefundAfterProviderCall    = "refund_after_provider_call"
+	RefundBeforeCompleteCommit = "refund_before_complete_commit"
 )
 
 var (

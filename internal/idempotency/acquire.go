@@ -44,22 +44,40 @@ type Lock struct {
 type Result struct {
 	Outcome      Outcome
 	Lock         Lock   // Owned
-	AttemptID    string // Owned, Replay
-	Created      bool   // Owned: the key (and its attempt) were created by this call
+	AttemptID    string // Owned, Replay: the payment's attempt the key created, if it did
+	RefundID     string // Owned, Replay: the refund the key created, if it did
+	Created      bool   // Owned: the key (and its attempt or refund) were created by this call
 	ResponseCode int    // Replay
 	ResponseBody []byte // Replay
 	RetryAfter   int    // InUse: whole seconds until the lock expires, at least 1
 }
 
-// CreateFunc inserts the attempt of a new key in the key's transaction.
-type CreateFunc func(ctx context.Context, tx pgx.Tx, attemptID string) error
+// CreateFunc inserts what a new key creates (an attempt or a refund, whose
+// id it is given) in the key's transaction.
+type CreateFunc func(ctx context.Context, tx pgx.Tx, id string) error
 
-// Acquire claims (tenantID, key) for a request with fingerprint fp. A new
-// key is inserted together with its attempt (create, given the attempt id);
-// an error from create rolls both back and is returned as is.
+// ref names what a key created: a payment's attempt or a refund.
+type ref struct{ attemptID, refundID string }
+
+func (r ref) id() string { return r.attemptID + r.refundID }
+
+// Acquire claims (tenantID, key) for a create request with fingerprint fp. A
+// new key is inserted together with its attempt (create, given the attempt
+// id); an error from create rolls both back and is returned as is.
 func Acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newAttemptID string, create CreateFunc) (Result, error) {
+	return acquire(ctx, pool, cfg, tenantID, key, fp, ref{attemptID: newAttemptID}, create)
+}
+
+// AcquireForRefund is Acquire for a refund request: a new key is inserted
+// together with its refund (create, given the refund id). Payments and
+// refunds share one key space per tenant; the fingerprint tells them apart.
+func AcquireForRefund(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRefundID string, create CreateFunc) (Result, error) {
+	return acquire(ctx, pool, cfg, tenantID, key, fp, ref{refundID: newRefundID}, create)
+}
+
+func acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRef ref, create CreateFunc) (Result, error) {
 	for range 5 {
-		res, inserted, err := insert(ctx, pool, cfg, tenantID, key, fp, newAttemptID, create)
+		res, inserted, err := insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
 		if err != nil || inserted {
 			return res, err
 		}
@@ -74,12 +92,12 @@ func Acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key strin
 
 var errRace = errors.New("idempotency: raced")
 
-func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, attemptID string, create CreateFunc) (Result, bool, error) {
+func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, r ref, create CreateFunc) (Result, bool, error) {
 	var res Result
 	inserted := false
 	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
 		token, err := db.Q.IdemKeyInsert(ctx, tx, db.IdemKeyInsertParams{
-			TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: attemptID,
+			TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID),
 			LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
 		})
 		if errors.Is(db.Translate(err), db.ErrNotFound) {
@@ -88,11 +106,11 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 		if err != nil {
 			return fmt.Errorf("insert key: %w", err)
 		}
-		if err := create(ctx, tx, attemptID); err != nil {
+		if err := create(ctx, tx, r.id()); err != nil {
 			return err
 		}
 		inserted = true
-		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: attemptID, Created: true}
+		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: r.attemptID, RefundID: r.refundID, Created: true}
 		return nil
 	})
 	if err != nil {
@@ -112,11 +130,14 @@ func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key stri
 	if !bytes.Equal(row.Fingerprint, fp) {
 		return Result{Outcome: Mismatch}, nil
 	}
+	res := Result{AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}
 	if row.ResponseCode != nil {
-		return Result{Outcome: Replay, AttemptID: row.AttemptID, ResponseCode: int(*row.ResponseCode), ResponseBody: row.ResponseBody}, nil
+		res.Outcome, res.ResponseCode, res.ResponseBody = Replay, int(*row.ResponseCode), row.ResponseBody
+		return res, nil
 	}
 	if row.Locked {
-		return Result{Outcome: InUse, AttemptID: row.AttemptID, RetryAfter: int(row.RetryAfterSeconds)}, nil
+		res.Outcome, res.RetryAfter = InUse, int(row.RetryAfterSeconds)
+		return res, nil
 	}
 	lock, ok, err := takeover(ctx, pool, cfg, tenantID, key, row.LockToken)
 	if err != nil {
@@ -125,7 +146,8 @@ func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key stri
 	if !ok {
 		return Result{}, errRace
 	}
-	return Result{Outcome: Owned, Lock: lock, AttemptID: row.AttemptID}, nil
+	res.Outcome, res.Lock = Owned, lock
+	return res, nil
 }
 
 func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, seen int64) (Lock, bool, error) {
@@ -146,14 +168,25 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 // request. ok is false when the key is locked by a live owner, already holds
 // a final response, or was taken by someone else first.
 func TakeOverForAttempt(ctx context.Context, pool *db.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
-	ref, err := db.Q.IdemKeyGetByAttempt(ctx, pool, attemptID)
-	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
+	k, err := db.Q.IdemKeyGetByAttempt(ctx, pool, &attemptID)
+	return takeOverKey(ctx, pool, cfg, attemptID, k.TenantID, k.Key, err)
+}
+
+// TakeOverForRefund is TakeOverForAttempt for the key of refundID.
+func TakeOverForRefund(ctx context.Context, pool *db.Pool, cfg Config, refundID string) (lock Lock, ok bool, err error) {
+	k, err := db.Q.IdemKeyGetByRefund(ctx, pool, &refundID)
+	return takeOverKey(ctx, pool, cfg, refundID, k.TenantID, k.Key, err)
+}
+
+// takeOverKey takes over (tenantID, key), the key of id that a lookup found
+// (or failed to find with lookupErr).
+func takeOverKey(ctx context.Context, pool *db.Pool, cfg Config, id, tenantID, key string, lookupErr error) (Lock, bool, error) {
+	if err := db.Translate(lookupErr); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil
+	} else if err != nil {
+		return Lock{}, false, fmt.Errorf("read key of %s: %w", id, err)
 	}
-	if err != nil {
-		return Lock{}, false, fmt.Errorf("read key of %s: %w", attemptID, err)
-	}
-	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: ref.TenantID, Key: ref.Key})
+	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
 	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil
 	}
@@ -163,5 +196,19 @@ func TakeOverForAttempt(ctx context.Context, pool *db.Pool, cfg Config, attemptI
 	if row.ResponseCode != nil || row.Locked {
 		return Lock{}, false, nil
 	}
-	return takeover(ctx, pool, cfg, ref.TenantID, ref.Key, row.LockToken)
+	return takeover(ctx, pool, cfg, tenantID, key, row.LockToken)
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

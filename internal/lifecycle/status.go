@@ -90,3 +90,11 @@ func LegalPath(path []Status) bool {
 	}
 	return true
 }
+
+// Claim is an unresolved payment or refund a reconciler holds the lease of.
+type Claim struct {
+	ID          string
+	Status      Status
+	CheckCount  int
+	NeedsReview bool
+}

@@ -39,6 +39,9 @@ var (
 	AttemptTransitions = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentsvc_attempt_transitions_total", Help: "Attempt transitions by resulting status and source.",
 	}, []string{"status", "source"}))
+	RefundTransitions = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_refund_transitions_total", Help: "Refund transitions by resulting status and source.",
+	}, []string{"status", "source"}))
 )
 
 // Provider.
@@ -55,6 +58,9 @@ var (
 	}, []string{"op"}))
 	ProviderChargeOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentsvc_provider_charge_outcomes_total", Help: "Charge outcomes: succeeded, declined, unknown, not_sent.",
+	}, []string{"outcome"}))
+	ProviderRefundOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_provider_refund_outcomes_total", Help: "Refund call outcomes: succeeded, declined (refused), unknown, not_sent.",
 	}, []string{"outcome"}))
 	BreakerState = register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "paymentsvc_provider_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",

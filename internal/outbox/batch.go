@@ -85,7 +85,7 @@ func (r *Relay) publish(ctx context.Context, js jetstream.JetStream, rows []db.O
 		if h := r.cfg.hooks.beforePublish; h != nil {
 			h(row.ID)
 		}
-		msg := &nats.Msg{Subject: r.cfg.Subject, Data: data, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: r.cfg.SubjectPrefix + row.Subject, Data: data, Header: nats.Header{}}
 		msg.Header.Set("Content-Type", "application/cloudevents+json")
 		// WithExpectStream: a PubAck from another stream (overlapping
 		// subjects) must not count as sent.

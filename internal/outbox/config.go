@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,7 +16,6 @@ const (
 	DefaultPollInterval   = time.Second
 	DefaultStream         = "PAYMENTS"
 	DefaultStreamSubjects = "payments.>"
-	DefaultSubject        = "payments.succeeded"
 	DefaultSource         = "paymentsvc"
 	DefaultPublishTimeout = 10 * time.Second
 	DefaultBatchTimeout   = 30 * time.Second
@@ -40,10 +40,12 @@ type Config struct {
 	// Stream is the JetStream stream the relay creates if missing.
 	Stream string
 	// StreamSubjects are the subjects of Stream when the relay creates it;
-	// one of them must match Subject.
+	// they must take every event's subject (SubjectPrefix + Subject(type)).
 	StreamSubjects []string
-	// Subject is where PaymentSucceeded events are published.
-	Subject string
+	// SubjectPrefix is put before every event's subject (payments.succeeded
+	// and the others, see Subject): empty in production; tests and shared
+	// brokers use it to keep streams apart.
+	SubjectPrefix string
 	// Source is the CloudEvents source attribute.
 	Source string
 	// PublishTimeout bounds the wait for the PubAcks of one batch.
@@ -87,9 +89,6 @@ func (c Config) withDefaults() Config {
 	if len(c.StreamSubjects) == 0 {
 		c.StreamSubjects = []string{DefaultStreamSubjects}
 	}
-	if c.Subject == "" {
-		c.Subject = DefaultSubject
-	}
 	if c.Source == "" {
 		c.Source = DefaultSource
 	}
@@ -126,21 +125,31 @@ func (c Config) validate() error {
 	if c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
 		errs = append(errs, fmt.Errorf("need 0 < BackoffMin (%s) <= BackoffMax (%s)", c.BackoffMin, c.BackoffMax))
 	}
-	if !validSubject(c.Subject, false) {
-		errs = append(errs, fmt.Errorf("Subject %q is not a literal NATS subject", c.Subject))
-	}
-	covered := false
 	for _, s := range c.StreamSubjects {
 		if !validSubject(s, true) {
 			errs = append(errs, fmt.Errorf("StreamSubjects: %q is not a NATS subject", s))
 		}
-		covered = covered || subjectMatches(s, c.Subject)
 	}
-	if !covered {
-		errs = append(errs, fmt.Errorf("StreamSubjects %q do not match Subject %q", c.StreamSubjects, c.Subject))
+	for _, sub := range c.subjects() {
+		if !validSubject(sub, false) {
+			errs = append(errs, fmt.Errorf("SubjectPrefix %q makes %q, not a literal NATS subject", c.SubjectPrefix, sub))
+			break
+		}
+		if !slices.ContainsFunc(c.StreamSubjects, func(f string) bool { return subjectMatches(f, sub) }) {
+			errs = append(errs, fmt.Errorf("StreamSubjects %q do not take the subject %q", c.StreamSubjects, sub))
+		}
 	}
 	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t.*>/\\") {
 		errs = append(errs, fmt.Errorf("Stream %q is not a valid stream name", c.Stream))
 	}
 	return errors.Join(errs...)
+}
+
+// subjects are the subjects the relay publishes on.
+func (c Config) subjects() []string {
+	out := make([]string, 0, len(eventSubjects))
+	for _, t := range eventTypes {
+		out = append(out, c.SubjectPrefix+eventSubjects[t])
+	}
+	return out
 }

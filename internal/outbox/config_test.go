@@ -13,7 +13,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 	if c.BatchSize != 100 || c.PollInterval != time.Second || c.Stream != "PAYMENTS" ||
-		c.Subject != "payments.succeeded" || c.Source != "paymentsvc" || c.StreamSubjects[0] != "payments.>" {
+		c.SubjectPrefix != "" || c.Source != "paymentsvc" || c.StreamSubjects[0] != "payments.>" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -29,8 +29,8 @@ func TestConfigValidate(t *testing.T) {
 		"tiny poll":            {func(c *Config) { c.PollInterval = time.Millisecond }, "PollInterval"},
 		"ack wait over tx":     {func(c *Config) { c.PublishTimeout = time.Minute }, "PublishTimeout"},
 		"backoff inverted":     {func(c *Config) { c.BackoffMax = time.Millisecond }, "BackoffMin"},
-		"wildcard subject":     {func(c *Config) { c.Subject = "payments.*" }, "literal"},
-		"subject not captured": {func(c *Config) { c.Subject = "orders.created" }, "do not match"},
+		"wildcard prefix":      {func(c *Config) { c.SubjectPrefix = "t.*." }, "literal"},
+		"subject not captured": {func(c *Config) { c.StreamSubjects = []string{"payments.succeeded"} }, "do not take"},
 		"bad stream name":      {func(c *Config) { c.Stream = "PAY.MENTS" }, "Stream"},
 	} {
 		c := Config{}
@@ -42,6 +42,26 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := NewRelay(nil, Config{}); err == nil {
 		t.Error("NewRelay(nil pool) succeeded")
+	}
+}
+
+// TestEventSubjects: every event type has its subject on the stream.
+func TestEventSubjects(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{
+		"PaymentSucceeded": "payments.succeeded", "PaymentFailed": "payments.failed",
+		"PaymentRefunded": "payments.refunded", "PaymentRefundFailed": "payments.refund_failed",
+	}
+	for typ, subject := range want {
+		if got := Subject(typ); got != subject {
+			t.Errorf("Subject(%q) = %q, want %q", typ, got, subject)
+		}
+	}
+	if got := (Config{SubjectPrefix: "t1."}).withDefaults().subjects(); len(got) != 4 || got[0] != "t1.payments.succeeded" {
+		t.Errorf("subjects = %q", got)
+	}
+	if Subject("Bogus") != "" {
+		t.Error("an unknown type has a subject")
 	}
 }
 

@@ -9,10 +9,35 @@ import (
 	"github.com/acme/paymentsvc/internal/ids"
 )
 
-// Event is an event to publish: its type (the CloudEvents type), the payment
-// it is about, and its data.
+// The events of the stream: their CloudEvents types, and the subject each is
+// published on. Each is enqueued at most once per payment or refund.
+const (
+	TypePaymentSucceeded    = "PaymentSucceeded"    // a payment became SUCCEEDED
+	TypePaymentFailed       = "PaymentFailed"       // a payment became FAILED
+	TypePaymentRefunded     = "PaymentRefunded"     // a refund became SUCCEEDED
+	TypePaymentRefundFailed = "PaymentRefundFailed" // a refund became FAILED
+)
+
+var (
+	eventTypes    = []string{TypePaymentSucceeded, TypePaymentFailed, TypePaymentRefunded, TypePaymentRefundFailed}
+	eventSubjects = map[string]string{
+		TypePaymentSucceeded:    "payments.succeeded",
+		TypePaymentFailed:       "payments.failed",
+		TypePaymentRefunded:     "payments.refunded",
+		TypePaymentRefundFailed: "payments.refund_failed",
+	}
+)
+
+// Subject is the subject events of type typ are published on ("" for a
+// type that is not an event of the stream).
+func Subject(typ string) string { return eventSubjects[typ] }
+
+// Event is an event to publish: its type (the CloudEvents type), what it is
+// once about (SubjectID: the payment, or the refund), the payment it
+// concerns, and its data.
 type Event struct {
 	Type      string
+	SubjectID string
 	PaymentID string
 	Payload   json.RawMessage
 }
@@ -20,14 +45,18 @@ type Event struct {
 // Enqueue is the only way a row gets into the outbox: call it in the
 // transaction that makes the change the event reports, so the event exists
 // if and only if the change committed. An event of a type already enqueued
-// for the payment is not added again. The relays are woken when the
+// for the same SubjectID is not added again. The relays are woken when the
 // transaction commits (NOTIFY is delivered at commit), so a relay never
 // wakes to a row it cannot see yet. It returns the event's id (the
 // CloudEvents id and Nats-Msg-Id).
 func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
+	subject := Subject(ev.Type)
+	if subject == "" || ev.SubjectID == "" || ev.PaymentID == "" {
+		return "", fmt.Errorf("enqueue: %q is not an event of the stream, or names no subject and payment", ev.Type)
+	}
 	id := ids.New("evt_", 12)
 	err := db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
-		ID: id, Type: ev.Type, PaymentID: ev.PaymentID, Payload: ev.Payload,
+		ID: id, Type: ev.Type, Subject: subject, SubjectID: ev.SubjectID, PaymentID: ev.PaymentID, Payload: ev.Payload,
 	})
 	if err != nil {
 		return "", fmt.Errorf("enqueue %s event: %w", ev.Type, err)

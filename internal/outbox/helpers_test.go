@@ -48,7 +48,7 @@ func setup(t testing.TB, url string) *bundle {
 		NATSURL:        url,
 		Stream:         "PAYMENTS_T" + suffix,
 		StreamSubjects: []string{"t" + suffix + ".payments.>"},
-		Subject:        "t" + suffix + ".payments.succeeded",
+		SubjectPrefix:  "t" + suffix + ".",
 		PollInterval:   50 * time.Millisecond,
 		BackoffMin:     20 * time.Millisecond,
 		BackoffMax:     200 * time.Millisecond,
@@ -159,7 +159,7 @@ func insertEvents(t testing.TB, pool *db.Pool, n int) []string {
 			if err != nil {
 				return err
 			}
-			ids[i], err = Enqueue(ctx, tx, Event{Type: "PaymentSucceeded", PaymentID: pid, Payload: payload})
+			ids[i], err = Enqueue(ctx, tx, Event{Type: "PaymentSucceeded", SubjectID: pid, PaymentID: pid, Payload: payload})
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer stopListening()
 
-	r.log.Info("outbox relay running", "stream", r.cfg.Stream, "subject", r.cfg.Subject,
+	r.log.Info("outbox relay running", "stream", r.cfg.Stream, "subject_prefix", r.cfg.SubjectPrefix,
 		"batch_size", r.cfg.BatchSize, "poll_interval", r.cfg.PollInterval)
 	l := &loop{r: r, nc: nc, js: js, wake: wake, connected: connected}
 	for ctx.Err() == nil {
@@ -139,7 +139,7 @@ func (l *loop) once(ctx context.Context) (time.Duration, bool) {
 	}
 	if !l.streamReady {
 		sctx, cancel := context.WithTimeout(ctx, cfg.PublishTimeout)
-		err := ensureStream(sctx, l.js, cfg.Stream, cfg.StreamSubjects, cfg.Subject)
+		err := ensureStream(sctx, l.js, cfg.Stream, cfg.StreamSubjects, cfg.subjects())
 		cancel()
 		if err != nil {
 			return l.fail("ensure stream", err)

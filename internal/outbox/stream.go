@@ -19,7 +19,7 @@ const MinDuplicateWindow = 2 * time.Minute
 // EnsureStream creates the stream PAYMENTS on payments.> if it is
 // missing; see ensureStream for what it does to an existing one.
 func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
-	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, DefaultSubject)
+	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, Config{}.subjects())
 }
 
 // ensureStream creates stream name on subjects (file storage, duplicate
@@ -28,7 +28,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 // CreateOrUpdateStream would reset on every pod start; it is only widened
 // where the relay depends on it: a subject that takes publish, and a
 // duplicate window of at least MinDuplicateWindow.
-func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, publish string) error {
+func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, publish []string) error {
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       name,
 		Subjects:   subjects,
@@ -47,9 +47,12 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	}
 	cfg := s.CachedInfo().Config
 	changed := false
-	if !slices.ContainsFunc(cfg.Subjects, func(f string) bool { return subjectMatches(f, publish) }) {
-		cfg.Subjects = append(cfg.Subjects, subjects...)
-		changed = true
+	for _, p := range publish {
+		if !slices.ContainsFunc(cfg.Subjects, func(f string) bool { return subjectMatches(f, p) }) {
+			cfg.Subjects = append(cfg.Subjects, subjects...)
+			changed = true
+			break
+		}
 	}
 	if cfg.Duplicates < MinDuplicateWindow {
 		cfg.Duplicates = MinDuplicateWindow

@@ -46,7 +46,7 @@ func TestEnsureStream(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureStream(ctx, js, "OTHER", []string{"mine.>"}, "mine.x"); err != nil {
+	if err := ensureStream(ctx, js, "OTHER", []string{"mine.>"}, []string{"mine.x"}); err != nil {
 		t.Fatalf("ensureStream: %v", err)
 	}
 	if got := streamConfig(ctx, t, js, "OTHER"); !slices.Equal(got.Subjects, []string{"other.>", "mine.>"}) || got.Duplicates != 5*time.Minute {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // SyncOutcome is what Sync did.
@@ -16,13 +18,13 @@ type SyncOutcome int
 
 // The outcomes of Sync.
 const (
-	// Resolved: the attempt is final (it may have been final already).
+	// Resolved: the attempt (or refund) is final (it may have been final already).
 	Resolved SyncOutcome = iota + 1
-	// StillUnknown: the provider has no answer yet; the attempt is unchanged.
+	// StillUnknown: the provider has no answer yet; nothing changed.
 	StillUnknown
 	// Busy: a live request (or another reconciler) holds the key; nothing done.
 	Busy
-	// Unreachable: the provider could not be asked; the attempt is unchanged.
+	// Unreachable: the provider could not be asked; nothing changed.
 	Unreachable
 )
 
@@ -40,11 +42,12 @@ func (o SyncOutcome) String() string {
 	return "invalid"
 }
 
-// SyncOptions say how Sync treats attempts that never reached the provider.
+// SyncOptions say how Sync treats what never reached the provider.
 type SyncOptions struct {
 	Source attempts.Source
-	// AbandonCreated fails a CREATED attempt as "abandoned" without asking
-	// the provider (the reconciler, for attempts older than its min age).
+	// AbandonCreated fails a CREATED attempt (or refund) as "abandoned"
+	// without asking the provider (the reconciler, for those older than its
+	// min age).
 	AbandonCreated bool
 }
 
@@ -60,86 +63,98 @@ func (c Config) NoRecordAfter() time.Duration {
 // also stores the key's final response, so that a client's later retry gets
 // the truth as a replay.
 func (s *Service) Sync(ctx context.Context, id string, opt SyncOptions) (attempts.Attempt, SyncOutcome, error) {
+	sub, outcome, err := s.sync(ctx, charges{s}, id, opt)
+	a, _ := sub.rec.(attempts.Attempt)
+	return a, outcome, err
+}
+
+// SyncRefund is Sync for refund id.
+func (s *Service) SyncRefund(ctx context.Context, id string, opt SyncOptions) (refunds.Refund, SyncOutcome, error) {
+	sub, outcome, err := s.sync(ctx, refundsKind{s}, id, opt)
+	r, _ := sub.rec.(refunds.Refund)
+	return r, outcome, err
+}
+
+func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) (subject, SyncOutcome, error) {
 	ctx = context.WithoutCancel(ctx)
-	lock, ok, err := idempotency.TakeOverForAttempt(ctx, s.pool, s.cfg.keys(), id)
+	lock, ok, err := k.takeOver(ctx, id)
 	if err != nil {
-		return attempts.Attempt{}, 0, err
+		return subject{}, 0, err
 	}
 	if !ok {
-		a, err := attempts.Get(ctx, s.pool, id)
+		sub, err := k.load(ctx, s.pool, id)
 		if err != nil {
-			return attempts.Attempt{}, 0, err
+			return subject{}, 0, err
 		}
-		if a.Status.Final() {
-			return a, Resolved, nil
+		if sub.status.Final() {
+			return sub, Resolved, nil
 		}
-		return a, Busy, nil
+		return sub, Busy, nil
 	}
-	a, err := attempts.Get(ctx, s.pool, id)
+	sub, err := k.load(ctx, s.pool, id)
 	if err != nil {
-		return attempts.Attempt{}, 0, s.releaseAfter(ctx, lock, err)
+		return subject{}, 0, s.releaseAfter(ctx, lock, err)
 	}
-	change, outcome, err := s.learn(ctx, a, opt)
-	if err != nil || change == nil {
+	c, outcome, err := s.learn(ctx, k, sub, opt)
+	if err != nil || c == nil {
 		if rerr := s.releaseAfter(ctx, lock, nil); rerr != nil {
-			return a, 0, rerr
+			return sub, 0, rerr
 		}
-		return a, outcome, err
+		return sub, outcome, err
 	}
-	if _, err := s.finish(ctx, lock, *change); err != nil {
-		return a, 0, err
+	if _, err := s.finish(ctx, k, lock, *c); err != nil {
+		return sub, 0, err
 	}
-	a, err = attempts.Get(ctx, s.pool, id)
-	if err != nil {
-		return attempts.Attempt{}, 0, err
+	if sub, err = k.load(ctx, s.pool, id); err != nil {
+		return subject{}, 0, err
 	}
-	if a.Status.Final() {
-		return a, Resolved, nil
+	if sub.status.Final() {
+		return sub, Resolved, nil
 	}
-	return a, StillUnknown, nil
+	return sub, StillUnknown, nil
 }
 
 // learn decides the change that the provider's answer calls for; nil means
-// leave the attempt as it is.
-func (s *Service) learn(ctx context.Context, a attempts.Attempt, opt SyncOptions) (*attempts.Change, SyncOutcome, error) {
-	base := attempts.Change{ID: a.ID, Source: opt.Source}
+// leave the subject as it is.
+func (s *Service) learn(ctx context.Context, k kind, sub subject, opt SyncOptions) (*change, SyncOutcome, error) {
+	c := change{id: sub.id, source: opt.Source}
 	switch {
-	case a.Status.Final():
-		base.To = a.Status // stores the final response, changes nothing
-		return &base, Resolved, nil
-	case a.Status == attempts.Created:
+	case sub.status.Final():
+		c.to = sub.status // stores the final response, changes nothing
+		return &c, Resolved, nil
+	case sub.status == lifecycle.Created:
 		if !opt.AbandonCreated {
 			return nil, StillUnknown, nil
 		}
-		base.To, base.FailureCode, base.Reason = attempts.Failed, attempts.FailureAbandoned, "never reached the provider"
-		return &base, Resolved, nil
+		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureAbandoned, "never reached the provider"
+		return &c, Resolved, nil
 	}
-	ch, err := s.provider.ChargeByKey(ctx, attempts.ProviderKey(a.ID))
+	f, err := k.lookup(ctx, sub)
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
-		quiet, qerr := attempts.QuietFor(ctx, s.pool, a.ID, s.cfg.NoRecordAfter())
+		quiet, qerr := k.quietFor(ctx, s.pool, sub.id, s.cfg.NoRecordAfter())
 		if qerr != nil {
 			return nil, 0, qerr
 		}
 		if !quiet {
 			return nil, StillUnknown, nil // a call of ours may still land
 		}
-		base.To, base.FailureCode, base.Reason = attempts.Failed, attempts.FailureProviderNoRecord, "provider has no charge for the key"
-		return &base, Resolved, nil
+		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureProviderNoRecord, "provider has no record for the key"
+		return &c, Resolved, nil
 	case err != nil:
-		return nil, Unreachable, fmt.Errorf("ask provider about %s: %w", a.ID, err)
+		return nil, Unreachable, fmt.Errorf("ask provider about %s: %w", sub.id, err)
 	}
-	base.ChargeID = ch.ID
-	if ch.Status == provider.ChargeSucceeded {
-		base.To, base.Reason = attempts.Succeeded, "provider reports the charge succeeded"
+	c.providerID = f.providerID
+	if f.succeeded {
+		c.to, c.reason = lifecycle.Succeeded, "provider reports it succeeded"
 	} else {
-		code := ch.FailureCode
+		code := f.failureCode
 		if code == "" {
 			code = "provider_failed"
 		}
-		base.To, base.FailureCode, base.Reason = attempts.Failed, code, "provider reports the charge failed"
+		c.to, c.failureCode, c.reason = lifecycle.Failed, code, "provider reports it failed"
 	}
-	return &base, Resolved, nil
+	return &c, Resolved, nil
 }
 
 // releaseAfter unlocks the key and returns cause (or the release's error).

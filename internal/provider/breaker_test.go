@@ -159,7 +159,10 @@ func TestBreakerRefusesLookups(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnavailable)
 	_, err = r.ListCharges(t.Context(), ListQuery{From: time.Unix(0, 0), To: time.Unix(10, 0)})
 	require.ErrorIs(t, err, ErrUnavailable)
-	_, err = r.Refund(t.Context(), "ch_1", "rk1")
+	res := r.CreateRefund(t.Context(), RefundRequest{ChargeID: "ch_1", IdempotencyKey: "rk1"})
+	require.Equal(t, NotSent, res.Outcome)
+	require.ErrorIs(t, res.Err, ErrUnavailable)
+	_, err = r.RefundByKey(t.Context(), "rk1")
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Equal(t, 1, f.Hits())
 }

@@ -20,7 +20,8 @@ const (
 	// KindStatus: the provider answered with a status the call does not expect.
 	KindStatus
 	// KindDeclined: the provider refused the charge (402) and recorded it as
-	// failed; CallError.Charge is that charge.
+	// failed (CallError.Charge is that charge), or refused a refund with a
+	// code that proves nothing was refunded (CallError.Code).
 	KindDeclined
 	// KindBadResponse: the status was expected but the body made no sense
 	// (undecodable, or contradicting the status).

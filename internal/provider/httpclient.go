@@ -186,24 +186,58 @@ func (s *HTTPClient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, 
 	return ChargePage{Data: *list.Data, HasMore: list.HasMore}, nil
 }
 
-// Refund makes one POST /v1/refunds for the whole of chargeID.
-func (s *HTTPClient) Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error) {
-	body := struct {
-		Charge string `json:"charge"`
-	}{chargeID}
-	resp, err := s.do(ctx, opRefund, http.MethodPost, "/v1/refunds", nil, idempotencyKey, body)
+// refundBody is the body of POST /v1/refunds.
+type refundBody struct {
+	Charge    string `json:"charge"`
+	Amount    int64  `json:"amount,omitempty"`
+	Reference string `json:"reference,omitempty"`
+}
+
+// PostRefund makes one POST /v1/refunds. A refusal that proves nothing was
+// refunded is a *CallError of KindDeclined carrying the provider's code.
+func (s *HTTPClient) PostRefund(ctx context.Context, req RefundRequest) (Refund, error) {
+	body := refundBody{Charge: req.ChargeID, Amount: req.Amount, Reference: req.Reference}
+	resp, err := s.do(ctx, opRefund, http.MethodPost, "/v1/refunds", nil, req.IdempotencyKey, body)
 	if err != nil {
 		return Refund{}, err
 	}
 	if resp.status != http.StatusCreated {
-		return Refund{}, resp.statusError(opRefund)
+		ce := resp.statusError(opRefund).(*CallError)
+		if resp.status == http.StatusBadRequest && refusalCodes[ce.Code] {
+			ce.Kind = KindDeclined
+		}
+		return Refund{}, ce
 	}
 	var re Refund
 	if err := resp.decode(opRefund, &re); err != nil {
 		return Refund{}, err
 	}
-	if re.ID == "" || re.Charge != chargeID {
-		return Refund{}, resp.bad(opRefund, "201 without a refund of our charge")
+	if re.ID == "" || re.Charge != req.ChargeID || (req.Amount > 0 && re.Amount != req.Amount) ||
+		(re.IdempotencyKey != "" && re.IdempotencyKey != req.IdempotencyKey) {
+		return Refund{}, resp.bad(opRefund, "201 without our refund of our charge")
+	}
+	return re, nil
+}
+
+// RefundByKey makes one GET /v1/refunds?idempotency_key=key. A 404 whose
+// error code is resource_missing is a *CallError wrapping ErrNotFound.
+func (s *HTTPClient) RefundByKey(ctx context.Context, key string) (Refund, error) {
+	if key == "" {
+		return Refund{}, errEmptyKey
+	}
+	resp, err := s.do(ctx, opLookup, http.MethodGet, "/v1/refunds", url.Values{"idempotency_key": {key}}, "", nil)
+	if err != nil {
+		return Refund{}, err
+	}
+	if resp.status != http.StatusOK {
+		return Refund{}, resp.statusError(opLookup)
+	}
+	var re Refund
+	if err := resp.decode(opLookup, &re); err != nil {
+		return Refund{}, err
+	}
+	if re.ID == "" || re.IdempotencyKey != key {
+		return Refund{}, resp.bad(opLookup, "200 without the refund of our key")
 	}
 	return re, nil
 }

@@ -125,30 +125,56 @@ func TestRefund(t *testing.T) {
 		}
 		b, _ := io.ReadAll(r.Body)
 		key, body = r.Header.Get("Idempotency-Key"), string(b)
-		answerJSON(w, http.StatusCreated, Refund{ID: "re_1", Charge: "ch_1", Amount: 500, Status: "succeeded"})
+		answerJSON(w, http.StatusCreated, Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"})
 	})
 
-	got, err := r.Refund(t.Context(), "ch_1", "refund-k1")
+	got := r.CreateRefund(t.Context(), RefundRequest{ChargeID: "ch_1", Amount: 200, Reference: "rfd_1", IdempotencyKey: "refund-k1"})
 
-	require.NoError(t, err)
-	require.Equal(t, Refund{ID: "re_1", Charge: "ch_1", Amount: 500, Status: "succeeded"}, got)
+	require.Equal(t, Succeeded, got.Outcome)
+	require.Equal(t, &Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"}, got.Refund)
 	require.Equal(t, "refund-k1", key)
-	require.JSONEq(t, `{"charge":"ch_1"}`, body)
+	require.JSONEq(t, `{"charge":"ch_1","amount":200,"reference":"rfd_1"}`, body)
 	require.Equal(t, 1, f.Hits())
 }
 
-func TestRefundRefusedIsNotRetried(t *testing.T) {
+// TestRefundRefusals: a refusal that proves nothing was refunded is Declined
+// with its code, never retried and never held against the provider; any
+// other 4xx is Unknown (it proves nothing).
+func TestRefundRefusals(t *testing.T) {
 	t.Parallel()
-	r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
-		answerError(w, http.StatusBadRequest, "charge_already_refunded")
+	for code, want := range map[string]Outcome{
+		"amount_too_large": Declined, "charge_not_refundable": Declined, "charge_already_refunded": Declined,
+		"idempotency_error": Unknown,
+	} {
+		r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
+			answerError(w, http.StatusBadRequest, code)
+		})
+
+		got := r.CreateRefund(t.Context(), RefundRequest{ChargeID: "ch_1", Amount: 5, IdempotencyKey: "refund-k1"})
+
+		require.Equal(t, want, got.Outcome, code)
+		if want == Declined {
+			require.Equal(t, code, got.DeclineCode)
+		}
+		require.Equal(t, 1, f.Hits(), code)
+		require.False(t, r.BreakerOpen(), code)
+	}
+}
+
+func TestRefundByKey(t *testing.T) {
+	t.Parallel()
+	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("idempotency_key") {
+		case "rk1":
+			answerJSON(w, http.StatusOK, Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", IdempotencyKey: "rk1"})
+		default:
+			answerError(w, http.StatusNotFound, "resource_missing")
+		}
 	})
 
-	_, err := r.Refund(t.Context(), "ch_1", "refund-k1")
-
-	var ce *CallError
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, KindStatus, ce.Kind)
-	require.Equal(t, "charge_already_refunded", ce.Code)
-	require.Equal(t, 1, f.Hits())
-	require.False(t, r.BreakerOpen())
+	got, err := r.RefundByKey(t.Context(), "rk1")
+	require.NoError(t, err)
+	require.Equal(t, "re_1", got.ID)
+	_, err = r.RefundByKey(t.Context(), "rk2")
+	require.ErrorIs(t, err, ErrNotFound)
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// ErrNotFound is a lookup the provider answered with "no such charge".
+// ErrNotFound is a lookup the provider answered with "no such charge" (or
+// refund).
 var ErrNotFound = errors.New("provider: charge not found")
 
 // ErrUnavailable is a call refused before anything was sent (breaker open).
@@ -60,12 +61,33 @@ const (
 	ChargeFailed    = "failed"
 )
 
+// RefundRequest is one refund of a charge. IdempotencyKey is derived from
+// our refund, so the provider deduplicates every repeat of it.
+type RefundRequest struct {
+	ChargeID       string
+	Amount         int64  // 0: the whole unrefunded rest of the charge
+	Reference      string // our refund id; "" for none
+	IdempotencyKey string
+}
+
 // Refund is the provider's record of a refund.
 type Refund struct {
-	ID     string `json:"id"`
-	Charge string `json:"charge"`
-	Amount int64  `json:"amount"`
-	Status string `json:"status"`
+	ID             string `json:"id"`
+	Charge         string `json:"charge"`
+	Amount         int64  `json:"amount"`
+	Status         string `json:"status"`
+	Reference      string `json:"reference,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Created        int64  `json:"created,omitempty"`
+}
+
+// Refund statuses.
+const RefundSucceeded = "succeeded"
+
+// refusalCodes are the provider's answers to a refund that prove nothing was
+// refunded and nothing will be under this request: it is FAILED, not unknown.
+var refusalCodes = map[string]bool{
+	"amount_too_large": true, "charge_not_refundable": true, "charge_already_refunded": true,
 }
 
 // Outcome classifies a charge call.
@@ -98,11 +120,12 @@ func (o Outcome) String() string {
 	return "invalid"
 }
 
-// Result is what a charge call learned.
+// Result is what a charge or refund call learned.
 type Result struct {
 	Outcome     Outcome
-	Charge      *Charge // set for Succeeded and Declined
-	DeclineCode string  // set for Declined
+	Charge      *Charge // a charge call's, set for Succeeded and Declined
+	Refund      *Refund // a refund call's, set for Succeeded
+	DeclineCode string  // set for Declined (a refund's refusal code too)
 	Tries       int     // HTTP calls made
 	Err         error   // the last error, for Unknown and NotSent
 }
@@ -119,6 +142,11 @@ type Provider interface {
 	// ListCharges returns one page of the charges created in [q.From, q.To),
 	// ordered by creation then id.
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
-	// Refund refunds a charge in full, deduplicated by idempotencyKey.
-	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
+	// CreateRefund refunds a charge, deduplicated by req.IdempotencyKey. A
+	// refusal that proves nothing was refunded (amount too large, charge not
+	// refundable) is Declined with the provider's code.
+	CreateRefund(ctx context.Context, req RefundRequest) Result
+	// RefundByKey looks a refund up by the idempotency key it was created
+	// with; ErrNotFound if the provider has none.
+	RefundByKey(ctx context.Context, key string) (Refund, error)
 }

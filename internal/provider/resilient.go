@@ -19,7 +19,8 @@ type Caller interface {
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
 	ChargeByKey(ctx context.Context, key string) (Charge, error)
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
-	Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error)
+	PostRefund(ctx context.Context, req RefundRequest) (Refund, error)
+	RefundByKey(ctx context.Context, key string) (Refund, error)
 }
 
 var _ Caller = (*HTTPClient)(nil)
@@ -107,7 +108,15 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
 	})
-	res := classifyCharge(tries, ch, err)
+	res := classify(tries, err)
+	switch res.Outcome {
+	case Succeeded:
+		res.Charge = &ch
+	case Declined:
+		var ce *CallError
+		errors.As(err, &ce)
+		res.Charge = ce.Charge
+	}
 	metrics.ProviderChargeOutcomes.WithLabelValues(res.Outcome.String()).Inc()
 	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "tries", res.Tries, "outcome", res.Outcome.String())
 	switch res.Outcome {
@@ -121,17 +130,18 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 	return res
 }
 
-// classifyCharge turns the end of a charge's retries into a Result. Only a
-// breaker refusal before any call is NotSent; everything that is neither a
-// succeeded charge nor a decline is Unknown, because it may have charged.
-func classifyCharge(tries int, ch Charge, err error) Result {
+// classify turns the end of a charge's or refund's retries into a Result.
+// Only a breaker refusal before any call is NotSent; everything that is
+// neither a success nor a decline (a refusal that proves nothing was done)
+// is Unknown, because it may have charged or refunded.
+func classify(tries int, err error) Result {
 	res := Result{Tries: tries}
 	var ce *CallError
 	switch {
 	case err == nil:
-		res.Outcome, res.Charge = Succeeded, &ch
-	case errors.As(err, &ce) && ce.Kind == KindDeclined && ce.Charge != nil:
-		res.Outcome, res.Charge, res.DeclineCode = Declined, ce.Charge, ce.Code
+		res.Outcome = Succeeded
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op == opRefund):
+		res.Outcome, res.DeclineCode = Declined, ce.Code
 	case tries == 0 && errors.Is(err, ErrUnavailable):
 		res.Outcome, res.Err = NotSent, err
 	default:
@@ -172,12 +182,42 @@ func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, e
 	return page, nil
 }
 
-// Refund refunds a charge in full, retrying under the same idempotency key.
-func (r *Resilient) Refund(ctx context.Context, chargeID, idempotencyKey string) (Refund, error) {
+// CreateRefund refunds a charge, retrying under the same idempotency key (the
+// provider deduplicates it, so a retry never refunds twice).
+func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result {
 	var re Refund
-	_, err := r.run(ctx, opRefund, func(ctx context.Context) error {
+	tries, err := r.run(ctx, opRefund, func(ctx context.Context) error {
 		var err error
-		re, err = r.inner.Refund(ctx, chargeID, idempotencyKey)
+		re, err = r.inner.PostRefund(ctx, req)
+		return err
+	})
+	res := classify(tries, err)
+	if res.Outcome == Succeeded {
+		res.Refund = &re
+	}
+	metrics.ProviderRefundOutcomes.WithLabelValues(res.Outcome.String()).Inc()
+	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "tries", res.Tries, "outcome", res.Outcome.String())
+	switch res.Outcome {
+	case Unknown, NotSent:
+		log.Warn("provider refund not known to be done", "err", res.Err)
+	case Declined:
+		log.Info("provider refused the refund", "code", res.DeclineCode)
+	default:
+		log.Info("provider refund answered", "refund", re.ID)
+	}
+	return res
+}
+
+// RefundByKey looks a refund up by its idempotency key; ErrNotFound only
+// when the provider says it has none.
+func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error) {
+	if key == "" {
+		return Refund{}, errEmptyKey
+	}
+	var re Refund
+	_, err := r.run(ctx, opLookup, func(ctx context.Context) error {
+		var err error
+		re, err = r.inner.RefundByKey(ctx, key)
 		return err
 	})
 	if err != nil {

@@ -8,13 +8,18 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // Summary is what one Run did, printed as the job's JSON line. Every checked
 // attempt is counted in exactly one of Succeeded, Failed and StillUnknown;
-// NeedsReview and Errors count some of the StillUnknown ones again.
+// NeedsReview and Errors count some of the StillUnknown ones again. The top
+// level counts payments, Refunds the refunds; NeedsReview and Errors count
+// both.
 type Summary struct {
 	// Checked is the attempts this run claimed and examined.
 	Checked int `json:"checked"`
@@ -31,6 +36,16 @@ type Summary struct {
 	NeedsReview int `json:"needs_review"`
 	// Errors is the checks that failed on a provider or database error.
 	Errors int `json:"errors"`
+	// Refunds counts the refunds checked, like the top level the payments.
+	Refunds RefundSummary `json:"refunds"`
+}
+
+// RefundSummary is what one Run did to refunds.
+type RefundSummary struct {
+	Checked      int `json:"checked"`
+	Succeeded    int `json:"succeeded"`
+	Failed       int `json:"failed"`
+	StillUnknown int `json:"still_unknown"`
 }
 
 func (s *Summary) add(o Summary) {
@@ -40,6 +55,36 @@ func (s *Summary) add(o Summary) {
 	s.StillUnknown += o.StillUnknown
 	s.NeedsReview += o.NeedsReview
 	s.Errors += o.Errors
+}
+
+// target is what Run resolves: payments, or refunds. Both go through the
+// same claim, schedule, key takeover and not-found window.
+type target struct {
+	name     string
+	claim    func(ctx context.Context, q db.DBTX, minAge time.Duration, max int, lease time.Duration) ([]lifecycle.Claim, error)
+	release  func(ctx context.Context, q db.DBTX, ids []string, delay time.Duration) error
+	schedule func(ctx context.Context, q db.DBTX, id string, checks int, delay time.Duration, review bool) (bool, error)
+	// sync resolves one like payments.Service.Sync, and says how it ended.
+	sync func(ctx context.Context, id string, opt payments.SyncOptions) (status lifecycle.Status, failureCode *string, outcome payments.SyncOutcome, err error)
+}
+
+func (r *Reconciler) targets() []target {
+	return []target{
+		{
+			name: "payment", claim: attempts.ClaimDue, release: attempts.ReleaseClaims, schedule: attempts.ScheduleNextCheck,
+			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+				a, outcome, err := r.svc.Sync(ctx, id, opt)
+				return a.Status, a.FailureCode, outcome, err
+			},
+		},
+		{
+			name: "refund", claim: refunds.ClaimDue, release: refunds.ReleaseClaims, schedule: refunds.ScheduleNextCheck,
+			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+				rf, outcome, err := r.svc.SyncRefund(ctx, id, opt)
+				return rf.Status, rf.FailureCode, outcome, err
+			},
+		},
+	}
 }
 
 // Run resolves due attempts batch by batch until a claim comes back short
@@ -52,51 +97,68 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 	if err := r.probe(ctx); err != nil {
 		return sum, err
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return sum, err
+	for _, t := range r.targets() {
+		got, complete, err := r.runTarget(ctx, t)
+		if t.name == "refund" {
+			sum.Refunds = RefundSummary{Checked: got.Checked, Succeeded: got.Succeeded, Failed: got.Failed, StillUnknown: got.StillUnknown}
+			sum.NeedsReview += got.NeedsReview
+			sum.Errors += got.Errors
+		} else {
+			sum.add(got)
 		}
-		started := time.Now()
-		claims, err := r.claim(ctx)
 		if err != nil {
 			return sum, err
+		}
+		if !complete {
+			// The breaker opened or the deadline passed: the rest waits for
+			// the next run.
+			r.log.Info("reconciler run done", "summary", sum, "stopped_early", true)
+			return sum, nil
+		}
+	}
+	r.log.Info("reconciler run done", "summary", sum, "stopped_early", false)
+	return sum, nil
+}
+
+// runTarget resolves t's due items batch by batch until a claim comes back
+// short (nothing more is due) or a batch stops early (complete false).
+func (r *Reconciler) runTarget(ctx context.Context, t target) (sum Summary, complete bool, err error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return sum, false, err
+		}
+		started := time.Now()
+		claims, err := t.claim(ctx, r.pool, r.cfg.MinAge, r.cfg.BatchSize, r.cfg.Lease)
+		if err != nil {
+			return sum, false, fmt.Errorf("claim due %ss: %w", t.name, err)
 		}
 		// No check starts after this: one that starts before it ends well
 		// inside the lease, since a check lasts less than the lock TTL.
 		deadline := started.Add(r.cfg.Lease - r.timing.LockTTL)
-		got, complete, err := r.runBatch(ctx, claims, deadline)
+		got, complete, err := r.runBatch(ctx, t, claims, deadline)
 		sum.add(got)
 		if err != nil {
-			return sum, err
+			return sum, false, err
 		}
 		if err := ctx.Err(); err != nil {
-			return sum, err // stopped (SIGTERM): not a finished job
+			return sum, false, err // stopped (SIGTERM): not a finished job
 		}
 		if !complete || len(claims) < r.cfg.BatchSize {
-			r.log.Info("reconciler run done", "summary", sum, "stopped_early", !complete)
-			return sum, nil
+			return sum, complete, nil
 		}
 	}
-}
-
-func (r *Reconciler) claim(ctx context.Context) ([]attempts.Claim, error) {
-	claims, err := attempts.ClaimDue(ctx, r.pool, r.cfg.MinAge, r.cfg.BatchSize, r.cfg.Lease)
-	if err != nil {
-		return nil, fmt.Errorf("claim due attempts: %w", err)
-	}
-	return claims, nil
 }
 
 // runBatch checks claims with Workers at a time. complete is false when it
 // left some unchecked (deadline passed, breaker open or ctx ended); those are
 // handed back due at once, without counting a check.
-func (r *Reconciler) runBatch(ctx context.Context, claims []attempts.Claim, deadline time.Time) (sum Summary, complete bool, err error) {
+func (r *Reconciler) runBatch(ctx context.Context, t target, claims []lifecycle.Claim, deadline time.Time) (sum Summary, complete bool, err error) {
 	var (
 		mu        sync.Mutex
 		unchecked []string
 		stopped   string
 		wg        sync.WaitGroup
-		next      = make(chan attempts.Claim, len(claims))
+		next      = make(chan lifecycle.Claim, len(claims))
 	)
 	for _, c := range claims {
 		next <- c
@@ -110,7 +172,7 @@ func (r *Reconciler) runBatch(ctx context.Context, claims []attempts.Claim, dead
 				reason := r.stopReason(ctx, deadline)
 				var got Summary
 				if reason == "" {
-					got, reason = r.check(ctx, c)
+					got, reason = r.check(ctx, t, c)
 				}
 				mu.Lock()
 				if reason != "" {
@@ -130,8 +192,8 @@ func (r *Reconciler) runBatch(ctx context.Context, claims []attempts.Claim, dead
 	// The claim's ctx may be over: the hand-back must still happen.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := attempts.ReleaseClaims(hctx, r.pool, unchecked, 0); err != nil {
-		return sum, false, fmt.Errorf("hand back unchecked attempts: %w", err)
+	if err := t.release(hctx, r.pool, unchecked, 0); err != nil {
+		return sum, false, fmt.Errorf("hand back unchecked %ss: %w", t.name, err)
 	}
 	return sum, false, nil
 }
@@ -154,28 +216,28 @@ func (r *Reconciler) stopReason(ctx context.Context, deadline time.Time) string 
 // check resolves one claimed attempt with Sync and records what follows. A
 // non-empty stop says the attempt was not checked after all (the breaker
 // refused the look-up) and why; it is handed back, and the run stops.
-func (r *Reconciler) check(ctx context.Context, c attempts.Claim) (sum Summary, stop string) {
+func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (sum Summary, stop string) {
 	sum = Summary{Checked: 1}
-	log := r.log.With("payment_id", c.ID)
-	a, outcome, err := r.svc.Sync(ctx, c.ID, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
+	log := r.log.With(t.name+"_id", c.ID)
+	status, failureCode, outcome, err := t.sync(ctx, c.ID, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
 	switch {
 	case errors.Is(err, provider.ErrUnavailable):
 		// Refused before anything was sent: not a check of this attempt.
 		return Summary{}, "provider circuit breaker open"
 	case err == nil && outcome == payments.Resolved:
-		if a.Status == attempts.Succeeded {
+		if status == attempts.Succeeded {
 			sum.Succeeded = 1
 		} else {
 			sum.Failed = 1
 		}
-		log.Info("attempt resolved", "status", a.Status, "failure_code", deref(a.FailureCode))
+		log.Info(t.name+" resolved", "status", status, "failure_code", deref(failureCode))
 		return sum, ""
 	case err == nil && outcome == payments.Busy:
 		// A live request (or another reconciler past our lease) holds the
 		// key: not a check; look again once that lock must have expired.
 		sum.StillUnknown = 1
 		log.Info("attempt key busy, checking later")
-		if err := r.release(ctx, c, r.cfg.jitter(r.timing.LockTTL)); err != nil {
+		if err := t.release(context.WithoutCancel(ctx), r.pool, []string{c.ID}, r.cfg.jitter(r.timing.LockTTL)); err != nil {
 			log.Error("hand back busy attempt", "err", err)
 			sum.Errors = 1
 		}
@@ -193,7 +255,7 @@ func (r *Reconciler) check(ctx context.Context, c attempts.Claim) (sum Summary, 
 		sum.Errors = 1
 		log.Warn("provider could not be asked", "err", err)
 	}
-	flagged, serr := r.schedule(ctx, c)
+	flagged, serr := r.schedule(ctx, t, c)
 	if serr != nil {
 		log.Error("schedule next check", "err", serr)
 		sum.Errors = 1
@@ -207,19 +269,15 @@ func (r *Reconciler) check(ctx context.Context, c attempts.Claim) (sum Summary, 
 
 // schedule records an unresolved check and reports whether it newly flagged
 // the attempt for review.
-func (r *Reconciler) schedule(ctx context.Context, c attempts.Claim) (bool, error) {
+func (r *Reconciler) schedule(ctx context.Context, t target, c lifecycle.Claim) (bool, error) {
 	checks := c.CheckCount + 1
 	delay, spent := r.cfg.nextDelay(checks)
-	recorded, err := attempts.ScheduleNextCheck(context.WithoutCancel(ctx), r.pool, c.ID, checks, delay, spent)
+	recorded, err := t.schedule(context.WithoutCancel(ctx), r.pool, c.ID, checks, delay, spent)
 	if err != nil {
 		return false, err
 	}
 	// Not recorded: resolved meanwhile (a webhook): nothing to schedule or flag.
 	return recorded && spent && !c.NeedsReview, nil
-}
-
-func (r *Reconciler) release(ctx context.Context, c attempts.Claim, delay time.Duration) error {
-	return attempts.ReleaseClaims(context.WithoutCancel(ctx), r.pool, []string{c.ID}, delay)
 }
 
 func deref(s *string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // DayLayout is the format of a settlement day (--day).
@@ -24,7 +25,7 @@ const (
 
 // RefundKey is the idempotency key of the refund of an orphan charge: derived
 // from the charge, so settling a day again never refunds it twice.
-func RefundKey(chargeID string) string { return "refund_" + chargeID }
+func RefundKey(chargeID string) string { return refunds.OrphanKey(chargeID) }
 
 // ParseDay parses a settlement day, YYYY-MM-DD, as midnight UTC.
 func ParseDay(s string) (time.Time, error) {
@@ -225,17 +226,23 @@ func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *at
 		log.Info("orphan charge already refunded")
 		return nil
 	}
-	re, err := r.provider.Refund(ctx, ch.ID, RefundKey(ch.ID))
-	var ce *provider.CallError
-	if errors.As(err, &ce) && ce.Code == "charge_already_refunded" {
-		// Refunded by someone else since the list was read.
-		rep.OrphansRefunded++
-		log.Info("orphan charge already refunded")
-		return nil
+	// The whole rest: an orphan carries no refund made through the API (it
+	// has no payment of ours to refund), so whatever is left goes back.
+	res := r.provider.CreateRefund(ctx, provider.RefundRequest{ChargeID: ch.ID, IdempotencyKey: RefundKey(ch.ID)})
+	switch res.Outcome {
+	case provider.Succeeded:
+	case provider.Declined:
+		if res.DeclineCode == "charge_already_refunded" || res.DeclineCode == "amount_too_large" {
+			// Refunded (in full) by someone else since the list was read.
+			rep.OrphansRefunded++
+			log.Info("orphan charge already refunded", "code", res.DeclineCode)
+			return nil
+		}
+		return fmt.Errorf("refund orphan: refused: %s", res.DeclineCode)
+	default:
+		return fmt.Errorf("refund orphan: %s: %w", res.Outcome, res.Err)
 	}
-	if err != nil {
-		return fmt.Errorf("refund orphan: %w", err)
-	}
+	re := res.Refund
 	rep.OrphansRefunded++
 	st.refundsIssued++
 	log.Warn("orphan charge refunded", "refund", re.ID)

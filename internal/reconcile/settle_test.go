@@ -31,8 +31,8 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 	ghost := b.charge("pay_ghost1", "pm_card_visa")
 	b.charge("pay_ghost2", "pm_card_declined")
 	refundedGhost := b.charge("pay_ghost3", "pm_card_visa")
-	_, err := b.provider.Refund(b.ctx, refundedGhost.ID, "manual_refund")
-	require.NoError(t, err)
+	manual := b.provider.CreateRefund(b.ctx, provider.RefundRequest{ChargeID: refundedGhost.ID, IdempotencyKey: "manual_refund"})
+	require.Equal(t, provider.Succeeded, manual.Outcome)
 
 	charges := b.simCharges()
 	require.Len(t, charges, 8)

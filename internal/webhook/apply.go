@@ -9,7 +9,9 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // Provider is the provider name webhook events are stored under.
@@ -22,6 +24,7 @@ const (
 	outcomeNoop          = "noop"           // the event agrees with what we know
 	outcomeAnomaly       = "anomaly"        // the event contradicts what we know: anomaly recorded
 	outcomeUnknownCharge = "unknown_charge" // no attempt for the charge: anomaly recorded
+	outcomeUnknownRefund = "unknown_refund" // no refund of ours behind the provider's: anomaly recorded
 	outcomeDuplicate     = "duplicate"      // the event was seen before: nothing done
 )
 
@@ -29,7 +32,7 @@ const (
 const (
 	anomalyConflictingReport = "conflicting_report"
 	anomalyUnknownCharge     = "unknown_charge"
-	anomalyRefundReported    = "refund_reported"
+	anomalyUnexpectedRefund  = "unexpected_refund"
 )
 
 // defaultFailureCode is used for a charge.failed event without a failure code.
@@ -39,22 +42,30 @@ const defaultFailureCode = "provider_failed"
 type result struct {
 	outcome   string
 	attemptID string
-	moved     attempts.Status // the status the attempt moved to, when applied
+	refundID  string          // the refund a refund event was about, when found
+	moved     attempts.Status // the status the attempt (or refund) moved to, when applied
+	// syncRefunds asks the handler, after the commit, to sync this payment's
+	// unresolved refunds (a charge.refunded event names none of them).
+	syncRefunds string
 }
 
 // process records ev and applies it, all in one transaction: the event row
 // is the claim, so an event is applied at most once however often and on
 // however many pods it is delivered.
 func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, error) {
-	ch := ev.Data.Charge
+	chargeID := ev.chargeID()
 	n, err := db.Q.WebhookEventInsert(ctx, tx, db.WebhookEventInsertParams{
-		Provider: Provider, EventID: ev.ID, Type: ev.Type, ChargeID: &ch.ID, Payload: body,
+		Provider: Provider, EventID: ev.ID, Type: ev.Type, ChargeID: &chargeID, Payload: body,
 	})
 	if err != nil {
 		return result{}, fmt.Errorf("insert webhook event: %w", db.Translate(err))
 	}
 	if n == 0 {
 		return result{outcome: outcomeDuplicate}, nil
+	}
+	apply := applyCharge
+	if ev.Type == EventRefundSucceeded {
+		apply = applyRefund
 	}
 	res, err := apply(ctx, tx, ev)
 	if err != nil {
@@ -73,9 +84,9 @@ func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, err
 	return res, nil
 }
 
-// apply makes the attempt agree with ev where the state machine allows it,
-// and records an anomaly where ev contradicts what we know.
-func apply(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
+// applyCharge makes the attempt agree with a charge event where the state
+// machine allows it, and records an anomaly where it contradicts what we know.
+func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	ch := ev.Data.Charge
 	found, ok, err := findAttempt(ctx, tx, ch)
 	if err != nil {
@@ -103,15 +114,100 @@ func apply(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	case v.kind == verdictConflict:
 		res.outcome = outcomeAnomaly
 		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, v.reason))
-	case v.kind == verdictRefund:
-		res.outcome = outcomeAnomaly
-		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyRefundReported, ev, &a, v.reason))
 	default:
 		// verdictNoop, or a move that Update found is no edge (cannot happen
 		// while decide checks edges on the locked row): nothing changed.
 		res.outcome = outcomeNoop
 	}
+	if ev.Type == EventChargeRefunded {
+		res.syncRefunds = a.ID
+	}
 	return res, err
+}
+
+// applyRefund makes our refund agree with a refund.succeeded event, or
+// records that the provider refunded something no refund of ours stands for
+// (unexpected_refund; settlement's own refunds of orphan charges excepted).
+func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
+	re := ev.Data.Refund
+	found, ok, err := findRefund(ctx, tx, re)
+	if err != nil {
+		return result{}, err
+	}
+	if !ok {
+		if refunds.IsOrphanKey(re.IdempotencyKey) {
+			return result{outcome: outcomeNoop}, nil // settlement refunded an orphan charge
+		}
+		err := attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyUnexpectedRefund, ev, nil, "no refund of ours for this provider refund"))
+		return result{outcome: outcomeUnknownRefund}, err
+	}
+	var v verdict
+	r, moved, err := refunds.Update(ctx, tx, found.ID, func(r refunds.Refund) (refunds.Change, bool) {
+		v = decideRefund(r, ev)
+		return refunds.Change{
+			To: v.to, ProviderRefundID: re.ID, Source: lifecycle.SourceWebhook, Reason: ev.Type + " " + ev.ID,
+		}, v.kind == verdictMove
+	})
+	if err != nil {
+		return result{}, err
+	}
+	res := result{attemptID: r.PaymentID, refundID: r.ID}
+	switch {
+	case moved:
+		res.outcome, res.moved = outcomeApplied, v.to
+	case v.kind == verdictConflict:
+		res.outcome = outcomeAnomaly
+		err = attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyConflictingReport, ev, &r, v.reason))
+	default:
+		res.outcome = outcomeNoop
+	}
+	return res, err
+}
+
+// findRefund finds the refund a provider refund stands for: by our reference
+// (the refund id), cross-checked against the derived key when the provider's
+// refund carries one, else by the provider refund id we recorded.
+func findRefund(ctx context.Context, tx pgx.Tx, re *provider.Refund) (refunds.Refund, bool, error) {
+	if re.Reference != "" {
+		r, err := refunds.Get(ctx, tx, re.Reference)
+		switch {
+		case err == nil:
+			if re.IdempotencyKey == "" || re.IdempotencyKey == refunds.ProviderKey(r.ID) {
+				return r, true, nil
+			}
+		case !errors.Is(err, refunds.ErrNotFound):
+			return refunds.Refund{}, false, fmt.Errorf("find refund by reference: %w", err)
+		}
+	}
+	r, err := refunds.GetByProviderRefundID(ctx, tx, re.ID)
+	switch {
+	case err == nil:
+		return r, true, nil
+	case errors.Is(err, refunds.ErrNotFound):
+		return refunds.Refund{}, false, nil
+	default:
+		return refunds.Refund{}, false, fmt.Errorf("find refund by provider refund id: %w", err)
+	}
+}
+
+// refundAnomaly describes a report about refund r (nil: none found).
+func refundAnomaly(kind string, ev event, r *refunds.Refund, reason string) attempts.Anomaly {
+	re := ev.Data.Refund
+	detail := map[string]any{
+		"reason": reason, "event_id": ev.ID, "event_type": ev.Type,
+		"provider_refund_id": re.ID, "charge_id": re.Charge, "amount": re.Amount,
+		"reference": re.Reference, "idempotency_key": re.IdempotencyKey,
+	}
+	out := attempts.Anomaly{
+		Kind: kind, ChargeID: re.Charge, Source: attempts.SourceWebhook,
+		Detail: detail, DedupeKey: "webhook:" + Provider + ":" + ev.ID,
+	}
+	if r != nil {
+		out.AttemptID = r.PaymentID
+		detail["refund_id"] = r.ID
+		detail["refund_status"] = r.Status
+	}
+	return out
 }
 
 // change is the transition a verdictMove asks for.

@@ -1,6 +1,10 @@
 package webhook
 
-import "github.com/acme/paymentsvc/internal/attempts"
+import (
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/refunds"
+)
 
 type verdictKind int
 
@@ -8,7 +12,6 @@ const (
 	verdictNoop     verdictKind = iota // the report agrees with the attempt
 	verdictMove                        // the report moves the attempt along an edge
 	verdictConflict                    // the report contradicts the attempt
-	verdictRefund                      // a refund of a SUCCEEDED attempt's charge
 )
 
 // verdict is what an event means for an attempt.
@@ -31,12 +34,10 @@ func decide(a attempts.Attempt, ev event) verdict {
 	case EventChargeFailed:
 		return report(a.Status, attempts.Failed)
 	case EventChargeRefunded:
-		// A refund is not a transition: SUCCEEDED stays SUCCEEDED, but
-		// settlement and humans must see that the money went back. A refund
-		// of any other attempt's charge is settlement refunding an orphan.
-		if a.Status == attempts.Succeeded {
-			return verdict{kind: verdictRefund, reason: "the charge of a SUCCEEDED payment was refunded"}
-		}
+		// A refund is not a transition of the payment: SUCCEEDED stays
+		// SUCCEEDED. The event names no refund of ours; the handler syncs the
+		// payment's unresolved refunds after it (refund.succeeded resolves
+		// them directly).
 		return verdict{kind: verdictNoop}
 	}
 	return verdict{kind: verdictNoop} // parseEvent admits no other type
@@ -55,6 +56,16 @@ func report(current, final attempts.Status) verdict {
 		// CREATED is committed before the provider is called, and PENDING
 		// before the call is made, so the provider cannot have a charge for
 		// a CREATED attempt: something is wrong, and a human should look.
-		return verdict{kind: verdictConflict, reason: "provider reports a charge for a payment that never reached it"}
+		return verdict{kind: verdictConflict, reason: "provider reports on a payment or refund that never reached it"}
 	}
+}
+
+// decideRefund says what a refund.succeeded event means for refund r, read
+// under its row lock: pure, like decide.
+func decideRefund(r refunds.Refund, ev event) verdict {
+	re := ev.Data.Refund
+	if r.ProviderRefundID != nil && *r.ProviderRefundID != re.ID {
+		return verdict{kind: verdictConflict, reason: "the refund recorded a different provider refund"}
+	}
+	return report(r.Status, lifecycle.Succeeded)
 }

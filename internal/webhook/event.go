@@ -12,6 +12,7 @@ const (
 	EventChargeSucceeded = "charge.succeeded"
 	EventChargeFailed    = "charge.failed"
 	EventChargeRefunded  = "charge.refunded"
+	EventRefundSucceeded = "refund.succeeded"
 )
 
 // event is the webhook body; fields we do not use are ignored, so the
@@ -21,7 +22,8 @@ type event struct {
 	Type    string `json:"type"`
 	Created int64  `json:"created"`
 	Data    struct {
-		Charge *provider.Charge `json:"charge"`
+		Charge *provider.Charge `json:"charge"` // charge.* events
+		Refund *provider.Refund `json:"refund"` // refund.* events
 	} `json:"data"`
 }
 
@@ -37,6 +39,16 @@ func parseEvent(body []byte) (event, error) {
 		return event{}, errors.New("id is missing")
 	case ev.Type == "":
 		return event{}, errors.New("type is missing")
+	case ev.Type == EventRefundSucceeded:
+		switch {
+		case ev.Data.Refund == nil:
+			return event{}, errors.New("data.refund is missing")
+		case ev.Data.Refund.ID == "":
+			return event{}, errors.New("data.refund.id is missing")
+		case ev.Data.Refund.Charge == "":
+			return event{}, errors.New("data.refund.charge is missing")
+		}
+		return ev, nil
 	case ev.Type != EventChargeSucceeded && ev.Type != EventChargeFailed && ev.Type != EventChargeRefunded:
 		return event{}, errors.New("unknown event type")
 	case ev.Data.Charge == nil:
@@ -45,4 +57,12 @@ func parseEvent(body []byte) (event, error) {
 		return event{}, errors.New("data.charge.id is missing")
 	}
 	return ev, nil
+}
+
+// chargeID is the provider charge the event is about.
+func (ev event) chargeID() string {
+	if ev.Data.Refund != nil {
+		return ev.Data.Refund.Charge
+	}
+	return ev.Data.Charge.ID
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
@@ -39,6 +40,10 @@ type Handler struct {
 
 	// Now is the clock signatures are judged by; tests replace it.
 	Now func() time.Time
+	// SyncRefund, if set, resolves refund id by asking the provider; a
+	// charge.refunded event has it called for the payment's unresolved
+	// refunds after the event is recorded.
+	SyncRefund func(ctx context.Context, refundID string) error
 }
 
 // NewHandler returns a Handler that accepts events signed with any of
@@ -98,11 +103,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
 	reqlog.From(r.Context()).PaymentID = res.attemptID
-	if res.moved != "" {
+	switch {
+	case res.moved != "" && res.refundID != "":
+		metrics.RefundTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
+	case res.moved != "":
 		metrics.AttemptTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
 	}
+	if res.syncRefunds != "" {
+		h.syncRefunds(r.Context(), res.syncRefunds)
+	}
 	h.log.Info("webhook received", "request_id", reqlog.From(r.Context()).RequestID, "event_id", ev.ID, "type", ev.Type,
-		"charge_id", ev.Data.Charge.ID, "payment_id", res.attemptID, "outcome", res.outcome)
+		"charge_id", ev.chargeID(), "payment_id", res.attemptID, "refund_id", res.refundID, "outcome", res.outcome)
 	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
 }
 
@@ -119,6 +130,27 @@ func (h *Handler) record(ctx context.Context, ev event, body []byte) (result, er
 		return err
 	})
 	return res, err
+}
+
+// syncRefunds asks the provider about payment paymentID's unresolved
+// refunds. Failures are logged only: the event is recorded, and the
+// reconciler resolves what this leaves.
+func (h *Handler) syncRefunds(ctx context.Context, paymentID string) {
+	if h.SyncRefund == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyTimeout)
+	defer cancel()
+	ids, err := refunds.UnresolvedOfPayment(ctx, h.pool, paymentID)
+	if err != nil {
+		h.log.Warn("webhook: list unresolved refunds", "payment_id", paymentID, "err", err)
+		return
+	}
+	for _, id := range ids {
+		if err := h.SyncRefund(ctx, id); err != nil {
+			h.log.Warn("webhook: sync refund", "refund_id", id, "err", err)
+		}
+	}
 }
 
 func (h *Handler) now() time.Time {

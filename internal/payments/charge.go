@@ -1,0 +1,114 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/provider"
+)
+
+// charges is the flow's kind for a payment: its attempt, and the charge.
+type charges struct{ s *Service }
+
+var _ kind = charges{}
+
+func (charges) name() string { return "payment" }
+
+func paymentSubject(a attempts.Attempt) subject {
+	sub := subject{id: a.ID, status: a.Status, rec: a}
+	if a.ProviderChargeID != nil {
+		sub.providerID = *a.ProviderChargeID
+	}
+	return sub
+}
+
+func (charges) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
+	a, err := attempts.Get(ctx, q, id)
+	if err != nil {
+		return subject{}, err
+	}
+	return paymentSubject(a), nil
+}
+
+func (charges) touch(ctx context.Context, q db.DBTX, id string) error {
+	return attempts.Touch(ctx, q, id)
+}
+
+func (charges) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
+	a, ok, err := attempts.Transition(ctx, tx, attempts.Change{
+		ID: c.id, To: c.to, ChargeID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason,
+	})
+	if err != nil {
+		return subject{}, false, err
+	}
+	return paymentSubject(a), ok, nil
+}
+
+func (charges) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
+	detail, dedupe := conflictDetail(sub, c)
+	return attempts.RecordAnomaly(ctx, tx, attempts.Anomaly{
+		Kind: "conflicting_report", AttemptID: sub.id, ChargeID: c.providerID, Source: c.source,
+		Detail: detail, DedupeKey: dedupe,
+	})
+}
+
+func (charges) reply(sub subject) (Reply, error) {
+	return replyFor(sub.rec.(attempts.Attempt))
+}
+
+func replyFor(a attempts.Attempt) (Reply, error) {
+	body, err := json.Marshal(a.Public())
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{Code: StatusCode(a.Status), Body: body, PaymentID: a.ID}, nil
+}
+
+func (k charges) call(ctx context.Context, sub subject) provider.Result {
+	a := sub.rec.(attempts.Attempt)
+	return k.s.provider.CreateCharge(ctx, provider.ChargeRequest{
+		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod,
+		Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
+	})
+}
+
+func (k charges) lookup(ctx context.Context, sub subject) (found, error) {
+	ch, err := k.s.provider.ChargeByKey(ctx, attempts.ProviderKey(sub.id))
+	if err != nil {
+		return found{}, err
+	}
+	return found{providerID: ch.ID, succeeded: ch.Status == provider.ChargeSucceeded, failureCode: ch.FailureCode}, nil
+}
+
+func (charges) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
+	return attempts.QuietFor(ctx, q, id, d)
+}
+
+func (k charges) takeOver(ctx context.Context, id string) (idempotency.Lock, bool, error) {
+	return idempotency.TakeOverForAttempt(ctx, k.s.pool, k.s.cfg.keys(), id)
+}
+
+func (charges) failpoints() failpoints {
+	return failpoints{failpoint.AfterKeyAcquired, failpoint.AfterProviderCall, failpoint.BeforeCompleteCommit}
+}
+
+// counted counts a committed transition. It is called after the commit, so
+// a rolled-back transaction is never counted; the webhook handler counts its
+// own transitions the same way.
+func (charges) counted(to lifecycle.Status, src lifecycle.Source) {
+	metrics.AttemptTransitions.WithLabelValues(string(to), string(src)).Inc()
+}
+
+// FinishKey ends a key's ownership in tx according to the attempt's status:
+// a final status stores the response; otherwise the key is released so that
+// it can be resumed. The caller holds the key row (idempotency.Hold).
+func FinishKey(ctx context.Context, tx db.DBTX, lock idempotency.Lock, a attempts.Attempt) (Reply, error) {
+	return finishKey(ctx, tx, charges{}, lock, paymentSubject(a))
+}

@@ -1,0 +1,337 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/provider"
+)
+
+// The create path of a payment's charge and of a refund is one flow: hold
+// the key, commit PENDING, call the provider with the derived key, and
+// finish in one transaction that holds the key again. A kind supplies what
+// differs: which table, which provider call, which reply.
+
+// subject is a payment's attempt or a refund as the flow sees it.
+type subject struct {
+	id         string
+	status     lifecycle.Status
+	providerID string // the provider's charge or refund id, "" if none is recorded
+	rec        any    // the kind's record: attempts.Attempt or refunds.Refund
+}
+
+// change asks for a transition of a subject.
+type change struct {
+	id          string
+	to          lifecycle.Status
+	providerID  string // the provider's charge or refund id, when known
+	failureCode string // for FAILED
+	source      lifecycle.Source
+	reason      string
+}
+
+// found is what the provider holds under a subject's derived key.
+type found struct {
+	providerID  string
+	succeeded   bool
+	failureCode string // when not succeeded
+}
+
+// kind is what differs between driving a payment's charge and a refund.
+type kind interface {
+	// name is "payment" or "refund", for logs.
+	name() string
+	// load reads the subject.
+	load(ctx context.Context, q db.DBTX, id string) (subject, error)
+	// touch records that the provider is about to be called again.
+	touch(ctx context.Context, q db.DBTX, id string) error
+	// move applies c if it is an edge from the subject's current status,
+	// under its row lock, and returns the subject as it is afterwards.
+	move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error)
+	// conflict records that c contradicts the final subject s.
+	conflict(ctx context.Context, tx db.DBTX, s subject, c change) error
+	// reply is the answer for the subject as it is.
+	reply(s subject) (Reply, error)
+	// call asks the provider to charge or refund (with the derived key).
+	call(ctx context.Context, s subject) provider.Result
+	// lookup asks the provider what it holds under the derived key;
+	// provider.ErrNotFound if nothing.
+	lookup(ctx context.Context, s subject) (found, error)
+	// quietFor reports whether the subject has not changed for d.
+	quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error)
+	// takeOver takes the subject's key over like a retrying request.
+	takeOver(ctx context.Context, id string) (idempotency.Lock, bool, error)
+	// failpoints are the kind's crash points.
+	failpoints() failpoints
+	// counted counts a committed transition.
+	counted(to lifecycle.Status, src lifecycle.Source)
+}
+
+// failpoints name a kind's crash points (docs/configuration.md).
+type failpoints struct{ afterKey, afterCall, beforeCommit string }
+
+// keyAnswer answers a request whose key is not (or no longer) its own to
+// drive: a replay, a key in use, or a key used for another request. ok is
+// false when the request owns the key.
+func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, err error) {
+	switch res.Outcome {
+	case idempotency.Replay:
+		metrics.IdempotencyOutcomes.WithLabelValues("replayed").Inc()
+		return Reply{Code: res.ResponseCode, Body: res.ResponseBody, Replayed: true, PaymentID: subjectID}, true, nil
+	case idempotency.InUse:
+		metrics.IdempotencyOutcomes.WithLabelValues("in_use").Inc()
+		e := apperr.New(apperr.IdempotencyKeyInUse, "a request with this Idempotency-Key is in progress; retry later")
+		e.RetryAfter = res.RetryAfter
+		return Reply{}, true, e
+	case idempotency.Mismatch:
+		metrics.IdempotencyOutcomes.WithLabelValues("reused_mismatch").Inc()
+		return Reply{}, true, apperr.New(apperr.IdempotencyKeyReused, "this Idempotency-Key was used for a different request")
+	}
+	if res.Created {
+		metrics.IdempotencyOutcomes.WithLabelValues("created").Inc()
+	} else {
+		metrics.IdempotencyOutcomes.WithLabelValues("resumed").Inc()
+	}
+	return Reply{}, false, nil
+}
+
+// drive continues subject s from its status while holding the key's lock.
+func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject) (Reply, error) {
+	// From here on, work that may have charged (or refunded) must finish
+	// even if the client hangs up.
+	ctx = context.WithoutCancel(ctx)
+	if sub.status.Final() {
+		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: lifecycle.SourceAPI})
+	}
+	if s.provider.BreakerOpen() {
+		return s.unavailable(ctx, lock)
+	}
+	committedPending, err := s.markCalling(ctx, k, lock, sub)
+	if err != nil {
+		if errors.Is(err, errLostLock) {
+			// Another owner (or the reconciler, which failed it as abandoned)
+			// took the key while we stalled: call nothing.
+			return s.current(ctx, k, sub.id)
+		}
+		return Reply{}, err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
+	defer cancel()
+	r := k.call(callCtx, sub)
+	c := change{id: sub.id, source: lifecycle.SourceAPI}
+	switch r.Outcome {
+	case provider.Succeeded:
+		failpoint.Hit(k.failpoints().afterCall)
+		c.to, c.reason = lifecycle.Succeeded, "provider succeeded"
+		c.providerID = providerIDOf(r)
+	case provider.Declined:
+		c.to, c.failureCode, c.reason = lifecycle.Failed, r.DeclineCode, "provider declined"
+		c.providerID = providerIDOf(r)
+	case provider.NotSent:
+		return s.notSent(ctx, k, lock, sub.id, committedPending)
+	default:
+		s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "tries", r.Tries, "err", r.Err)
+		c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+	}
+	return s.finish(ctx, k, lock, c)
+}
+
+func providerIDOf(r provider.Result) string {
+	switch {
+	case r.Charge != nil:
+		return r.Charge.ID
+	case r.Refund != nil:
+		return r.Refund.ID
+	}
+	return ""
+}
+
+func unknownReason(err error) string {
+	if err == nil {
+		return "provider outcome unknown"
+	}
+	return "provider outcome unknown: " + err.Error()
+}
+
+// markCalling commits PENDING before the first provider call, or records a
+// resumed call on a subject that is already PENDING or UNKNOWN, only while
+// lock still holds, so a stalled owner whose key was taken over calls
+// nothing. In the same transaction it renews the lock for a whole lock TTL
+// from the moment it commits, so that however long this request waited for
+// the database (a pool connection, a row lock), the lock outlives the
+// provider call that starts now. committedPending reports whether this call
+// moved the subject from CREATED to PENDING.
+func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject) (committedPending bool, err error) {
+	err = s.underLock(ctx, lock, func(tx pgx.Tx) error {
+		if sub.status != lifecycle.Created {
+			if err := k.touch(ctx, tx, sub.id); err != nil {
+				return err
+			}
+		} else {
+			now, ok, err := k.move(ctx, tx, change{
+				id: sub.id, to: lifecycle.Pending, source: lifecycle.SourceAPI, reason: "calling provider",
+			})
+			if err != nil {
+				return err
+			}
+			if !ok && now.status != lifecycle.Pending {
+				return errLostLock // moved on without us: never call the provider for it
+			}
+			committedPending = ok
+		}
+		// Last, so that the clock it reads is as late as the commit allows.
+		held, err := idempotency.Renew(ctx, tx, lock, s.cfg.LockTTL)
+		if err == nil && !held {
+			err = errLostLock
+		}
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if committedPending {
+		k.counted(lifecycle.Pending, lifecycle.SourceAPI)
+	}
+	return committedPending, nil
+}
+
+// notSent answers a request none of whose provider calls was sent (the
+// breaker refused the call after our check): 503, key released, nothing
+// charged. If this request committed PENDING, the subject goes back to
+// CREATED (not_sent), so a refused request never leaves it PENDING. One that
+// was PENDING or UNKNOWN before this request stays as it is: an earlier
+// request's call may have reached the provider.
+func (s *Service) notSent(ctx context.Context, k kind, lock idempotency.Lock, id string, committedPending bool) (Reply, error) {
+	if !committedPending {
+		return s.unavailable(ctx, lock)
+	}
+	// finish releases the key: CREATED is not final.
+	_, err := s.finish(ctx, k, lock, change{id: id, to: lifecycle.Created, source: lifecycle.SourceAPI, reason: lifecycle.ReasonNotSent})
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{}, s.unavailableError()
+}
+
+// unavailable releases the key without a response and answers 503.
+func (s *Service) unavailable(ctx context.Context, lock idempotency.Lock) (Reply, error) {
+	if _, err := idempotency.Release(ctx, s.pool, lock); err != nil {
+		return Reply{}, err
+	}
+	return Reply{}, s.unavailableError()
+}
+
+// unavailableError is the 503 of a request that reached no provider.
+func (s *Service) unavailableError() error {
+	e := apperr.New(apperr.ProviderUnavailable, "the payment provider is unavailable; nothing was sent to it by this request; retry with the same Idempotency-Key")
+	e.RetryAfter = int(math.Max(1, math.Ceil(s.cfg.BreakerCooldown.Seconds())))
+	return e
+}
+
+var errLostLock = errors.New("idempotency lock lost")
+
+// underLock runs fn in a transaction that first holds the key row under
+// lock, so nothing fn writes commits unless this request still owns the key;
+// errLostLock if it does not.
+func (s *Service) underLock(ctx context.Context, lock idempotency.Lock, fn func(tx pgx.Tx) error) error {
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := idempotency.Hold(ctx, tx, lock)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return errLostLock
+		}
+		return fn(tx)
+	})
+}
+
+// finish applies c and ends the key's ownership in one transaction, only
+// while lock still holds: a final status stores the key's response; an
+// unresolved one unlocks the key so that a retry resumes it. Whatever the
+// transition finds (a webhook may have resolved the subject first), the
+// answer is the subject's status as committed.
+func (s *Service) finish(ctx context.Context, k kind, lock idempotency.Lock, c change) (Reply, error) {
+	var (
+		reply   Reply
+		applied bool
+	)
+	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
+		sub, ok, err := k.move(ctx, tx, c)
+		applied = ok
+		if err != nil {
+			return err
+		}
+		if !applied && c.to.Final() && conflicts(sub, c) {
+			if err := k.conflict(ctx, tx, sub, c); err != nil {
+				return err
+			}
+		}
+		reply, err = finishKey(ctx, tx, k, lock, sub)
+		if err != nil {
+			return err
+		}
+		failpoint.Hit(k.failpoints().beforeCommit)
+		return nil
+	})
+	if errors.Is(err, errLostLock) {
+		// Another owner took the key over; it will store the response.
+		// Answer what is committed, without storing anything.
+		s.log.Warn("idempotency lock lost before completion", k.name()+"_id", c.id)
+		return s.current(ctx, k, c.id)
+	}
+	if err == nil && applied {
+		k.counted(c.to, c.source)
+	}
+	return reply, err
+}
+
+// finishKey ends a key's ownership in tx according to the subject's status:
+// a final status stores the response; otherwise the key is released so that
+// it can be resumed. The caller holds the key row (idempotency.Hold).
+func finishKey(ctx context.Context, tx db.DBTX, k kind, lock idempotency.Lock, sub subject) (Reply, error) {
+	reply, err := k.reply(sub)
+	if err != nil {
+		return Reply{}, err
+	}
+	if sub.status.Final() {
+		_, err = idempotency.Complete(ctx, tx, lock, reply.Code, reply.Body)
+	} else {
+		_, err = idempotency.Release(ctx, tx, lock)
+	}
+	return reply, err
+}
+
+// current answers the subject as committed, storing nothing.
+func (s *Service) current(ctx context.Context, k kind, id string) (Reply, error) {
+	sub, err := k.load(ctx, s.pool, id)
+	if err != nil {
+		return Reply{}, err
+	}
+	return k.reply(sub)
+}
+
+// conflicts reports whether a report c contradicts the final subject sub.
+func conflicts(sub subject, c change) bool {
+	if sub.status != c.to {
+		return true
+	}
+	return c.providerID != "" && sub.providerID != "" && sub.providerID != c.providerID
+}
+
+// conflictDetail describes a conflicting report for its anomaly.
+func conflictDetail(sub subject, c change) (map[string]any, string) {
+	return map[string]any{"status": sub.status, "reported": c.to, "reason": c.reason},
+		fmt.Sprintf("conflict:%s:%s:%s:%s", c.source, sub.id, c.to, c.providerID)
+}
