@@ -41,7 +41,7 @@ func newFlags(cmd string, getenv func(string) (string, bool)) (*envflag.Set, *se
 	s := &settings{shared: sharedsettings.Register(set, "PostgreSQL URL of the payments database (never created by the reconciler)")}
 	switch cmd {
 	case "run":
-		s.minAge = set.Duration("MIN_AGE", reconcile.DefaultMinAge, "act only on attempts unchanged for this long [env RECONCILER_MIN_AGE wins]")
+		s.minAge = set.Duration("MIN_AGE", reconcile.DefaultMinAge, "act only on attempts unchanged for this long; 0s: no minimum [env RECONCILER_MIN_AGE wins]")
 		s.batchSize = set.Int("BATCH_SIZE", reconcile.DefaultBatchSize, fmt.Sprintf("attempts claimed per batch, 1-%d [env RECONCILER_BATCH_SIZE wins]", reconcile.MaxBatchSize))
 	case "settle":
 		s.day = set.FlagSet().String("day", "", "the UTC day to settle, YYYY-MM-DD (required)")
@@ -71,8 +71,12 @@ func (s *settings) check() error {
 	return errors.Join(errs...)
 }
 
+// config is the job's configuration: the flags' values, and the library's
+// defaults for what has no flag. An explicit --min-age 0s is kept: it means
+// no minimum.
 func (s *settings) config() reconcile.Config {
-	c := reconcile.Config{Payments: s.shared().Payments()}
+	c := reconcile.DefaultConfig()
+	c.Payments = s.shared().Payments()
 	if s.minAge != nil {
 		c.MinAge = *s.minAge
 	}

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -64,14 +65,17 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("job", "reconciler", "command", cmd)
+	shared := s.shared()
 	cfg := s.config()
 	cfg.Logger = log
-	if err := cfg.Validate(); err != nil {
+	// The shared settings are checked as given, before the library fills
+	// zero fields with defaults: PROVIDER_RETRY_BUDGET=0s is refused here as
+	// it is by the pods, not silently replaced.
+	if err := errors.Join(shared.Validate(), cfg.Validate()); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	shared := s.shared()
 	pool, err := db.Open(cctx, shared.DatabaseURL)
 	cancel()
 	if err != nil {

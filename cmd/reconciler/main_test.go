@@ -137,10 +137,12 @@ func TestCannotRunExits1(t *testing.T) {
 		"database unreachable":     {"DATABASE_URL=" + closedURL(t, "postgres") + "/payments?sslmode=disable", "PROVIDER_URL=" + sim},
 		"provider unreachable":     {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + closedURL(t, "http")},
 		"lock shorter than a call": {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + sim, "IDEMPOTENCY_LOCK_TTL=400ms"},
+		// Refused as the pods refuse it, not silently replaced by 8s.
+		"no retry budget": {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + sim, "PROVIDER_RETRY_BUDGET=0s"},
 	}
 	for name, env := range cases {
 		for _, args := range [][]string{{"run"}, {"settle", "--day", "2026-01-01"}} {
-			r := reconciler(t, append(env, fast...), args...)
+			r := reconciler(t, append(fast, env...), args...)
 			cmd := args[0]
 			require.Equal(t, 1, r.code, "%s %s: %s", name, cmd, r.stderr)
 			require.Empty(t, r.stdout, "%s %s", name, cmd)
@@ -190,6 +192,42 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	r = reconciler(t, env, "gc")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, `{"deleted":0}`+"\n", r.stdout)
+}
+
+// --min-age 0s means no minimum (only an unset flag takes the 2m default):
+// an UNKNOWN payment that changed a moment ago is resolved.
+func TestRunMinAgeZeroResolvesAJustStuckPayment(t *testing.T) {
+	t.Parallel()
+	simURL := startSim(t)
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"flag", nil, []string{"run", "--min-age", "0s"}},
+		{"env", []string{"RECONCILER_MIN_AGE=0s"}, []string{"run"}},
+	} {
+		db := testdb.New(t)
+		ctx := t.Context()
+		_, err := db.Pool.Exec(ctx, `
+			INSERT INTO tenants (id, name, api_key_sha256) VALUES ('ten_1', 't', '\x01');
+			INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status)
+			VALUES ('pay_`+c.name+`', 'ten_1', 'o-1', 'k-1', 500, 'USD', 'pm_card_visa', 'UNKNOWN');
+			INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
+			VALUES ('ten_1', 'k-1', '\x00', 'pay_`+c.name+`', now() + interval '1 day')`)
+		require.NoError(t, err)
+		_, err = provider.NewSim(simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
+			Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_" + c.name, IdempotencyKey: "psvc_pay_" + c.name,
+		})
+		require.NoError(t, err)
+
+		r := reconciler(t, append([]string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL}, c.env...), c.args...)
+		require.Equal(t, 0, r.code, "%s: %s", c.name, r.stderr)
+		require.Equal(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0}`+"\n", r.stdout, c.name)
+		var status string
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM payment_attempts WHERE id = $1`, "pay_"+c.name).Scan(&status))
+		require.Equal(t, "SUCCEEDED", status, c.name)
+	}
 }
 
 // requireJSONLogs asserts that every stderr line is a JSON object.

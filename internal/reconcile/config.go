@@ -29,14 +29,19 @@ const (
 // so on. Once it is spent the attempt needs review and is checked daily.
 var DefaultSchedule = []time.Duration{2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
 
-// Config configures a Reconciler. Zero fields take the defaults above.
+// Config configures a Reconciler. A zero field whose zero is not a legal
+// value (BatchSize, Workers, Lease, GCBatchSize, a nil Schedule, the Payments
+// timings) takes the default above. MinAge and Jitter are kept as given,
+// because their zero is legal and means something (no minimum age, no
+// jitter): DefaultConfig has their defaults, and cmd/reconciler registers
+// --min-age with DefaultMinAge.
 type Config struct {
 	// Payments are the service's timing settings; the reconciler reads the
 	// same variables as the pods (IDEMPOTENCY_LOCK_TTL and friends), because
 	// "not found at the provider" is judged from them.
 	Payments payments.Config
 	// MinAge is how long an attempt must have been unchanged before Run
-	// touches it (--min-age).
+	// touches it (--min-age); 0 means no minimum.
 	MinAge time.Duration
 	// BatchSize is the most attempts one claim takes (--batch-size).
 	BatchSize int
@@ -50,7 +55,8 @@ type Config struct {
 	// Schedule is the wait before each further check; see DefaultSchedule.
 	Schedule []time.Duration
 	// Jitter spreads every scheduled wait by ±Jitter of itself, so that
-	// attempts that failed together are not all checked again together.
+	// attempts that failed together are not all checked again together; 0
+	// means none.
 	Jitter float64
 	// GCBatchSize is the most keys one GC statement deletes.
 	GCBatchSize int
@@ -61,11 +67,15 @@ type Config struct {
 	rand func() float64
 }
 
+// DefaultConfig is the reconciler's configuration when nothing is set:
+// every default above, MinAge and Jitter included.
+func DefaultConfig() Config {
+	return Config{MinAge: DefaultMinAge, Jitter: DefaultJitter}.withDefaults()
+}
+
+// withDefaults fills the zero fields whose zero is not a legal value.
 func (c Config) withDefaults() Config {
 	c.Payments = c.Payments.WithDefaults()
-	if c.MinAge == 0 {
-		c.MinAge = DefaultMinAge
-	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -77,9 +87,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Schedule == nil {
 		c.Schedule = DefaultSchedule
-	}
-	if c.Jitter == 0 {
-		c.Jitter = DefaultJitter
 	}
 	if c.GCBatchSize == 0 {
 		c.GCBatchSize = DefaultGCBatchSize

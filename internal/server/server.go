@@ -32,6 +32,10 @@ func (c Config) Validate() error {
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
 	}
+	if c.OutboxRelay && c.NATSURL == "" {
+		// Refused rather than left to the relay's default server.
+		return errors.New("NATS_URL is empty while OUTBOX_RELAY is on")
+	}
 	return nil
 }
 

@@ -59,7 +59,7 @@ func (c Shared) Validate() error {
 	if c.BreakerFailures < 1 || c.BreakerCooldown <= 0 {
 		return errors.New("PROVIDER_BREAKER_FAILURES must be at least 1 and PROVIDER_BREAKER_COOLDOWN positive")
 	}
-	return nil
+	return c.Provider().Validate()
 }
 
 // Payments is the create path's and Sync's part of the settings.
