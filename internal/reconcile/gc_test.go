@@ -46,6 +46,9 @@ func (b *bundle) keyIDs() []string {
 }
 
 func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 10,000 keys; skipped with -short")
+	}
 	t.Parallel()
 	b := setup(t)
 	final := []string{"SUCCEEDED", "FAILED"}
@@ -78,6 +81,9 @@ func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
 // With 100,000 final attempts and 100 due ones, the claim reads the partial
 // index of unresolved attempts instead of the table.
 func TestClaimUsesThePartialIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 100,000 attempts; skipped with -short")
+	}
 	t.Parallel()
 	b := setup(t)
 	b.seedAttempts("done_", 100_000, []string{"SUCCEEDED", "FAILED"}, time.Hour)
