@@ -109,6 +109,48 @@ func TestUsageAndBadArguments(t *testing.T) {
 	}
 }
 
+// -h prints the settings' values from the environment: the URLs without
+// their credentials (a password, a token as the whole user info, a token
+// query parameter), the secrets not at all.
+func TestUsageHidesCredentialsInURLs(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runCLI(t, []string{
+		"NATS_URL=nats://u:s3cret@h:4222,nats://t0ken_s3cret@h2:4222",
+		"PROVIDER_URL=http://u:s3cret@h",
+		"DATABASE_URL=postgres://app:s3cret@db:5432/payments?sslmode=require",
+		"PROVIDER_API_KEY=sk_s3cret", "WEBHOOK_SECRETS=whsec_s3cret",
+	}, "-h")
+	require.Equal(t, 0, code, stderr)
+	out := stdout + stderr
+	require.NotContains(t, out, "s3cret")
+	for _, masked := range []string{
+		`"nats://u:***@h:4222,nats://***@h2:4222"`, `"http://u:***@h"`,
+		`"postgres://app:***@db:5432/payments?sslmode=require"`,
+	} {
+		require.Contains(t, out, masked)
+	}
+}
+
+// The outbox relay logs the NATS URL, and the error that quotes it, masked.
+func TestRelayLogHidesNATSCredentials(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	// The port is not a number: every connection attempt fails with an
+	// error that quotes the whole URL, and is logged.
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider, Env: []string{
+		"OUTBOX_RELAY=on", "NATS_URL=nats://u:s3cret@127.0.0.1:notaport",
+	}})
+	proctest.Eventually(t, time.Minute, "the relay logs its failed connection", func() bool {
+		return countMsg(logLines(p.Logs()), "connect to NATS") > 0
+	})
+	for _, l := range logLines(p.Logs()) {
+		if l.Msg == "connect to NATS" {
+			require.Contains(t, l.Raw, `"url":"(redacted connection string)"`)
+		}
+	}
+	require.NotContains(t, p.Logs(), "s3cret")
+}
+
 func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewEmpty(t)

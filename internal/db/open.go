@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,6 +15,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/acme/paymentsvc/db/migrations"
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
@@ -118,20 +117,8 @@ func runGoose(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
 // Redact returns databaseURL without its password (in the user info or in
 // the password query parameter, both of which pgx reads), for logs. A
 // string that is not a URL (a keyword/value connection string) may hold a
-// password anywhere, so it is replaced whole.
+// password anywhere, so it is replaced whole. It is redact.URL, the one
+// masking of every configuration URL.
 func Redact(databaseURL string) string {
-	u, err := url.Parse(databaseURL)
-	if err != nil || u.Scheme == "" {
-		return "(redacted connection string)"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return strings.ReplaceAll(u.String(), "xxxxx", "***")
+	return redact.URL(databaseURL)
 }

@@ -29,7 +29,7 @@ func Flags(s *envflag.Set) func() Config {
 	shared := settings.Register(s, "PostgreSQL URL; the database is created if missing")
 	addr := s.String("HTTP_ADDR", "127.0.0.1:8080", "listen address")
 	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets")
-	natsURL := s.String("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server for the outbox relay")
+	natsURL := s.URL("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server(s) for the outbox relay, comma-separated")
 	relay := s.Bool("OUTBOX_RELAY", true, "on: publish outbox events to JetStream; off: leave them in the table")
 	migrate := s.Bool("AUTO_MIGRATE", true, "run migrations at startup")
 	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long to drain in-flight requests on SIGTERM")
