@@ -24,6 +24,10 @@ import (
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
+// MaxHeaderBytes bounds a request's header (CONTRACT §8): beyond it, 431.
+// (net/http reads up to 4 KiB more before it refuses.)
+const MaxHeaderBytes = 64 << 10
+
 // Validate refuses configurations the service cannot run safely with.
 func (c Config) Validate() error {
 	if err := c.Shared.Validate(); err != nil {
@@ -96,7 +100,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
 	// No WriteTimeout: a create may legitimately take the whole retry budget.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: MaxHeaderBytes}
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
