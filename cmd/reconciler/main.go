@@ -1,6 +1,7 @@
 // Command reconciler is the one-shot job run from cron that resolves stale
 // payment attempts (run), settles a day against the provider (settle) and
-// deletes expired idempotency keys (gc). The work is in internal/reconcile;
+// deletes expired idempotency keys, old webhook events and published
+// outbox rows (gc). The work is in internal/reconcile;
 // this file parses flags, wires the database and the provider, prints the
 // one JSON line and maps the outcome to the exit status.
 package main
@@ -98,11 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		day, _ := reconcile.ParseDay(*s.day) // checked above
 		out, err = r.Settle(ctx, day)
 	case "gc":
-		var n int
-		n, err = r.GC(ctx)
-		out = struct {
-			Deleted int `json:"deleted"`
-		}{n}
+		out, err = r.GC(ctx)
 	}
 	if err != nil {
 		// The partial result is in the log; stdout stays empty, so a caller

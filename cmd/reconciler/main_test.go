@@ -191,7 +191,49 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 
 	r = reconciler(t, env, "gc")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, `{"deleted":0}`+"\n", r.stdout)
+	require.Equal(t, `{"deleted":0,"webhook_events_deleted":0,"outbox_deleted":0}`+"\n", r.stdout)
+}
+
+// reconciler gc also deletes webhook events received more than
+// WEBHOOK_EVENT_TTL ago and outbox rows published more than OUTBOX_RETENTION
+// ago (flags win over the environment), never an unpublished row, and prints
+// what it deleted.
+func TestGCPrintsWhatItDeleted(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	simURL := startSim(t)
+	_, err := db.Pool.Exec(t.Context(), `
+		INSERT INTO tenants (id, name, api_key_sha256) VALUES ('ten_1', 't', '\x01');
+		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status)
+		SELECT 'pay_' || i, 'ten_1', 'o-' || i, 'k-' || i, 500, 'USD', 'pm_card_visa', 'SUCCEEDED' FROM generate_series(1, 6) AS i;
+		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at, response_code, response_body)
+		SELECT 'ten_1', 'k-' || i, '\x00', 'pay_' || i, now() + interval '1 hour' * (1 - 2 * (i % 2)), 201, '{}' FROM generate_series(1, 6) AS i;
+		INSERT INTO webhook_events (provider, event_id, type, outcome, payload, received_at)
+		SELECT 'sim', 'evt_' || i, 'charge.succeeded', 'applied', '{}', now() - interval '1 hour' * i + interval '30 minutes' FROM generate_series(1, 50) AS i;
+		INSERT INTO outbox (id, type, payment_id, payload, created_at, published_at)
+		SELECT 'evt_out_' || i, 'PaymentSucceeded', 'pay_' || i, '{}', now() - interval '30 days',
+		       CASE WHEN i <= 4 THEN now() - interval '1 minute' * i END FROM generate_series(1, 6) AS i`)
+	require.NoError(t, err)
+	env := []string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL, "WEBHOOK_EVENT_TTL=24h", "OUTBOX_RETENTION=1000h"}
+
+	// Keys of pay_1, pay_3, pay_5 expired an hour ago, the others expire in
+	// an hour; events 25 to 50 are over a day old, 1 to 24 not; outbox rows 3 and 4 were published over 150s ago,
+	// rows 5 and 6 never.
+	r := reconciler(t, env, "gc", "--outbox-retention", "150s")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, `{"deleted":3,"webhook_events_deleted":26,"outbox_deleted":2}`+"\n", r.stdout)
+	requireJSONLogs(t, r.stderr)
+	var events, outbox, unpublished int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM webhook_events), (SELECT count(*) FROM outbox),
+		(SELECT count(*) FROM outbox WHERE published_at IS NULL)`).Scan(&events, &outbox, &unpublished))
+	require.Equal(t, []int{24, 4, 2}, []int{events, outbox, unpublished})
+
+	r = reconciler(t, env, "gc", "--webhook-event-ttl", "-1h")
+	require.Equal(t, 2, r.code, "a negative TTL is bad usage: %s", r.stderr)
+	require.Empty(t, r.stdout)
+	r = reconciler(t, nil, "gc", "-h")
+	require.Contains(t, r.stderr, "--webhook-event-ttl")
+	require.Contains(t, r.stderr, "--outbox-retention")
 }
 
 // --min-age 0s means no minimum (only an unset flag takes the 2m default):

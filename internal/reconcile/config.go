@@ -18,6 +18,10 @@ const (
 	DefaultLease       = 5 * time.Minute
 	DefaultJitter      = 0.2
 	DefaultGCBatchSize = 1000
+	// DefaultWebhookEventTTL and DefaultOutboxRetention are the contract's
+	// WEBHOOK_EVENT_TTL and OUTBOX_RETENTION.
+	DefaultWebhookEventTTL = 720 * time.Hour
+	DefaultOutboxRetention = 168 * time.Hour
 
 	// MaxBatchSize bounds a claim: its attempts wait on the lease until the
 	// batch is done.
@@ -31,10 +35,10 @@ var DefaultSchedule = []time.Duration{2 * time.Minute, 10 * time.Minute, time.Ho
 
 // Config configures a Reconciler. A zero field whose zero is not a legal
 // value (BatchSize, Workers, Lease, GCBatchSize, a nil Schedule, the Payments
-// timings) takes the default above. MinAge and Jitter are kept as given,
-// because their zero is legal and means something (no minimum age, no
-// jitter): DefaultConfig has their defaults, and cmd/reconciler registers
-// --min-age with DefaultMinAge.
+// timings) takes the default above. MinAge, Jitter, WebhookEventTTL and
+// OutboxRetention are kept as given, because their zero is legal and means
+// something (no minimum age, no jitter, keep nothing): DefaultConfig has
+// their defaults, and cmd/reconciler registers its flags with them.
 type Config struct {
 	// Payments are the service's timing settings; the reconciler reads the
 	// same variables as the pods (IDEMPOTENCY_LOCK_TTL and friends), because
@@ -58,8 +62,14 @@ type Config struct {
 	// attempts that failed together are not all checked again together; 0
 	// means none.
 	Jitter float64
-	// GCBatchSize is the most keys one GC statement deletes.
+	// GCBatchSize is the most rows one GC statement deletes.
 	GCBatchSize int
+	// WebhookEventTTL is how long GC keeps a received webhook event
+	// (WEBHOOK_EVENT_TTL); 0 keeps none.
+	WebhookEventTTL time.Duration
+	// OutboxRetention is how long GC keeps a published outbox row
+	// (OUTBOX_RETENTION); 0 keeps none. Unpublished rows are always kept.
+	OutboxRetention time.Duration
 	// Logger receives the job's logs; nil discards them.
 	Logger *slog.Logger
 
@@ -70,7 +80,10 @@ type Config struct {
 // DefaultConfig is the reconciler's configuration when nothing is set:
 // every default above, MinAge and Jitter included.
 func DefaultConfig() Config {
-	return Config{MinAge: DefaultMinAge, Jitter: DefaultJitter}.withDefaults()
+	return Config{
+		MinAge: DefaultMinAge, Jitter: DefaultJitter,
+		WebhookEventTTL: DefaultWebhookEventTTL, OutboxRetention: DefaultOutboxRetention,
+	}.withDefaults()
 }
 
 // withDefaults fills the zero fields whose zero is not a legal value.
@@ -133,6 +146,9 @@ func (c Config) Validate() error {
 	}
 	if c.GCBatchSize < 1 || c.GCBatchSize > 10000 {
 		errs = append(errs, fmt.Errorf("GCBatchSize %d not in [1, 10000]", c.GCBatchSize))
+	}
+	if c.WebhookEventTTL < 0 || c.OutboxRetention < 0 {
+		errs = append(errs, fmt.Errorf("WEBHOOK_EVENT_TTL (%s) and OUTBOX_RETENTION (%s) must not be negative", c.WebhookEventTTL, c.OutboxRetention))
 	}
 	return errors.Join(errs...)
 }
