@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,12 +22,23 @@ import (
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
 const migrateLockID int64 = 0x7061796d656e7473 // "payments"
 
-// Open connects a pool to databaseURL.
+// DefaultConnectTimeout bounds a new connection when DATABASE_URL sets no
+// connect_timeout: a database that does not answer at all (a dead host, a
+// partition) makes a request fail as unavailable after it, instead of
+// hanging it.
+const DefaultConnectTimeout = 5 * time.Second
+
+// Open connects a pool to databaseURL. A connection that the server says
+// cannot serve us (see ErrUnavailable) is discarded, not reused.
 func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	cfg.ConnConfig.OnPgError = discardOnUnavailable(cfg.ConnConfig.OnPgError)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
