@@ -190,6 +190,21 @@ func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 	}
 }
 
+// Durations that no default makes right are refused at startup (exit 1, one
+// line naming the setting); 0s is legal and kept (no drain delay).
+func TestRefusesNegativeShutdownDurations(t *testing.T) {
+	t.Parallel()
+	for _, env := range []string{"SHUTDOWN_DRAIN_DELAY=-1s", "SHUTDOWN_TIMEOUT=-1s"} {
+		_, stderr, code := runCLI(t, []string{
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + noProvider, env,
+		}, "serve")
+		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
+		lines := logLines(stderr)
+		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
+		require.Contains(t, lines[0].Raw, "SHUTDOWN_DRAIN_DELAY")
+	}
+}
+
 func TestTenantCreatePrintsKeyOnceAndStoresOnlyItsHash(t *testing.T) {
 	t.Parallel()
 	d := testdb.New(t)

@@ -223,7 +223,7 @@ func Env() []string {
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
 			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
 			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||
-			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" {
+			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" || name == "SHUTDOWN_DRAIN_DELAY" {
 			continue
 		}
 		env = append(env, kv)

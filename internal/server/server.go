@@ -24,10 +24,6 @@ import (
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
-// MaxHeaderBytes bounds a request's header (CONTRACT §8): beyond it, 431.
-// (net/http reads up to 4 KiB more before it refuses.)
-const MaxHeaderBytes = 64 << 10
-
 // Validate refuses configurations the service cannot run safely with.
 func (c Config) Validate() error {
 	if err := c.Shared.Validate(); err != nil {
@@ -35,6 +31,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
+	}
+	if c.ShutdownTimeout < 0 || c.ShutdownDrainDelay < 0 {
+		return fmt.Errorf("SHUTDOWN_TIMEOUT (%s) and SHUTDOWN_DRAIN_DELAY (%s) must not be negative", c.ShutdownTimeout, c.ShutdownDrainDelay)
 	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
@@ -63,9 +62,9 @@ func OpenDB(ctx context.Context, databaseURL string, migrate bool, log *slog.Log
 }
 
 // Serve runs the service until ctx is cancelled (SIGINT/SIGTERM), then
-// drains: readiness turns 503, the listener closes, in-flight requests
-// (their provider calls and completing transactions included) finish within
-// ShutdownTimeout, and the relay stops.
+// drains (see drain): readiness turns 503 while the listener still serves
+// for ShutdownDrainDelay, then the listener closes and in-flight requests
+// get ShutdownTimeout to finish; then the relay stops.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -99,9 +98,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	// No WriteTimeout: a create may legitimately take the whole retry budget.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: MaxHeaderBytes}
+	srv, conns := newHTTPServer(handler)
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
@@ -129,20 +126,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Not ready from before the line is logged, so whoever sees the line
-	// never gets a 200 from /readyz again.
-	draining.Store(true)
-	log.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if err2 := <-serveErr; !errors.Is(err2, http.ErrServerClosed) && err == nil {
-		err = err2
-	}
+	err = drain(srv, conns, serveErr, cfg, draining, log)
 	stopBG()
 	wg.Wait()
 	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		return err
 	}
 	log.Info("stopped")
 	return nil
