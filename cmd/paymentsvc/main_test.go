@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -149,6 +150,46 @@ func TestRelayLogHidesNATSCredentials(t *testing.T) {
 		}
 	}
 	require.NotContains(t, p.Logs(), "s3cret")
+}
+
+// `paymentsvc healthcheck` (the image's HEALTHCHECK: distroless has no
+// curl) exits 0 when /healthz at HTTP_ADDR answers 200, a wildcard host
+// meaning loopback, or when --url does; 1 when nothing answers or not 200.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider})
+	_, port, err := net.SplitHostPort(p.Addr())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, c := range []struct {
+		env  []string
+		args []string
+		code int
+	}{
+		{[]string{"HTTP_ADDR=" + p.Addr()}, nil, 0},
+		{[]string{"HTTP_ADDR=0.0.0.0:" + port}, nil, 0},
+		{[]string{"HTTP_ADDR=[::]:" + port}, nil, 0},
+		{nil, []string{"--http-addr", ":" + port}, 0},
+		{nil, []string{"--url", p.URL() + "/readyz"}, 0},
+		{[]string{"HTTP_ADDR=" + closed}, nil, 1},
+		{[]string{"HTTP_ADDR=127.0.0.1:0"}, nil, 1},
+		{nil, []string{"--url", p.URL() + "/no-such-endpoint"}, 1},
+	} {
+		stdout, stderr, code := runCLI(t, c.env, append([]string{"healthcheck"}, c.args...)...)
+		require.Equal(t, c.code, code, "%v %v: %s", c.env, c.args, stderr)
+		require.Empty(t, stdout)
+		if c.code != 0 {
+			require.Contains(t, stderr, "healthcheck: ", "%v %v: says why", c.env, c.args)
+		}
+	}
+	_, stderr, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "paymentsvc healthcheck")
+	require.Contains(t, stderr, "--url")
 }
 
 func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
