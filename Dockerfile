@@ -9,6 +9,15 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/paymentsvc 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
 USER nonroot
+# In a container the services listen on every interface (the binaries'
+# defaults are loopback-only, for a developer's machine).
+ENV HTTP_ADDR=0.0.0.0:8080 \
+    SIM_ADDR=0.0.0.0:9300
 EXPOSE 8080 9300
+# Distroless has no shell and no curl: paymentsvc checks itself (GET
+# /healthz on HTTP_ADDR). Containers running the simulator or the
+# reconciler override or disable it (see docker-compose.yml).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["/usr/local/bin/paymentsvc", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/paymentsvc"]
 CMD ["serve"]

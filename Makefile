@@ -18,6 +18,11 @@ run: build
 test:
 	$(GO) test $(TEST_FLAGS) ./...
 
+## test-short: the quick tests (no race detector, -short): the e2e package, the
+## demo and the tests that run NATS servers or seed big tables skip themselves
+test-short:
+	$(GO) test -short -count=1 ./...
+
 ## demo: the seed notes' four scenarios on two pods, narrated
 demo: build
 	$(BIN)/demo

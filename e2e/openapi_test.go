@@ -227,5 +227,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		return hooks.seen["POST /v1/webhooks/sim 200"] >= 3
 	})
 
-	v.requireCovered(t, "* * 500", "GET /readyz 503")
+	// The database's 503s are exercised, and validated against the
+	// document, by e2e/database_outage_test.go.
+	v.requireCovered(t, "* * 500", "GET /readyz 503",
+		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/sim 503")
 }

@@ -36,6 +36,7 @@ var podTimings = []string{
 	"PROVIDER_CALL_TIMEOUT=2s",
 	"PROVIDER_RETRY_BUDGET=1s",
 	"OUTBOX_RELAY=off",
+	"SHUTDOWN_DRAIN_DELAY=0s", // no load balancer to wait for when a pod stops
 }
 
 // Demo runs providersim and two paymentsvc pods on a fresh database and

@@ -21,6 +21,9 @@ import (
 // provider made three charges for four calls, and the demo's database is
 // gone afterwards.
 func TestDemoPlaysTheSeedScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and plays every scenario with real processes; skipped with -short")
+	}
 	t.Parallel()
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/paymentsvc", "./cmd/providersim")

@@ -1,7 +1,8 @@
 // Command paymentsvc is the payment-orchestration service: `serve` (the
 // default) runs the HTTP API, webhooks and the outbox relay; `migrate`
 // applies migrations; `tenant create --name NAME` makes a tenant and prints
-// its API key once.
+// its API key once; `healthcheck` asks a running one for /healthz (the
+// container image's HEALTHCHECK).
 package main
 
 import (
@@ -25,6 +26,9 @@ const usage = `Usage:
   paymentsvc [serve] [flags]              run the service (default)
   paymentsvc migrate [flags]              apply pending migrations and exit
   paymentsvc tenant create --name NAME    create a tenant; prints its API key once
+  paymentsvc healthcheck [--url URL]      GET http://HTTP_ADDR/healthz (a wildcard host
+                                          means 127.0.0.1), or URL; exit 0 if it answers
+                                          200, else 1 (for container HEALTHCHECKs)
 
 Every flag can also be set by the environment variable of the same name in
 upper case (--database-url ⇔ DATABASE_URL). Flags:`
@@ -50,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	set.SetUsageHeader(usage)
 	config := server.Flags(set)
 	name := set.FlagSet().String("name", "", "tenant name (tenant create)")
+	checkURL := set.FlagSet().String("url", "", "URL to GET instead of http://HTTP_ADDR/healthz (healthcheck)")
 	if err := set.Parse(args, stderr); err != nil {
 		return envflag.ExitCode(err)
 	}
@@ -63,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	switch cmd {
+	case "healthcheck":
+		return healthcheck(ctx, *checkURL, cfg.HTTPAddr, stderr)
 	case "serve":
 		if err := server.Serve(ctx, cfg, log); err != nil {
 			log.Error("paymentsvc stopped", "err", err)

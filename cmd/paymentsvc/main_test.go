@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -109,6 +110,88 @@ func TestUsageAndBadArguments(t *testing.T) {
 	}
 }
 
+// -h prints the settings' values from the environment: the URLs without
+// their credentials (a password, a token as the whole user info, a token
+// query parameter), the secrets not at all.
+func TestUsageHidesCredentialsInURLs(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runCLI(t, []string{
+		"NATS_URL=nats://u:s3cret@h:4222,nats://t0ken_s3cret@h2:4222",
+		"PROVIDER_URL=http://u:s3cret@h",
+		"DATABASE_URL=postgres://app:s3cret@db:5432/payments?sslmode=require",
+		"PROVIDER_API_KEY=sk_s3cret", "WEBHOOK_SECRETS=whsec_s3cret",
+	}, "-h")
+	require.Equal(t, 0, code, stderr)
+	out := stdout + stderr
+	require.NotContains(t, out, "s3cret")
+	for _, masked := range []string{
+		`"nats://u:***@h:4222,nats://***@h2:4222"`, `"http://u:***@h"`,
+		`"postgres://app:***@db:5432/payments?sslmode=require"`,
+	} {
+		require.Contains(t, out, masked)
+	}
+}
+
+// The outbox relay logs the NATS URL, and the error that quotes it, masked.
+func TestRelayLogHidesNATSCredentials(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	// The port is not a number: every connection attempt fails with an
+	// error that quotes the whole URL, and is logged.
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider, Env: []string{
+		"OUTBOX_RELAY=on", "NATS_URL=nats://u:s3cret@127.0.0.1:notaport",
+	}})
+	proctest.Eventually(t, time.Minute, "the relay logs its failed connection", func() bool {
+		return countMsg(logLines(p.Logs()), "connect to NATS") > 0
+	})
+	for _, l := range logLines(p.Logs()) {
+		if l.Msg == "connect to NATS" {
+			require.Contains(t, l.Raw, `"url":"(redacted connection string)"`)
+		}
+	}
+	require.NotContains(t, p.Logs(), "s3cret")
+}
+
+// `paymentsvc healthcheck` (the image's HEALTHCHECK: distroless has no
+// curl) exits 0 when /healthz at HTTP_ADDR answers 200, a wildcard host
+// meaning loopback, or when --url does; 1 when nothing answers or not 200.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider})
+	_, port, err := net.SplitHostPort(p.Addr())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, c := range []struct {
+		env  []string
+		args []string
+		code int
+	}{
+		{[]string{"HTTP_ADDR=" + p.Addr()}, nil, 0},
+		{[]string{"HTTP_ADDR=0.0.0.0:" + port}, nil, 0},
+		{[]string{"HTTP_ADDR=[::]:" + port}, nil, 0},
+		{nil, []string{"--http-addr", ":" + port}, 0},
+		{nil, []string{"--url", p.URL() + "/readyz"}, 0},
+		{[]string{"HTTP_ADDR=" + closed}, nil, 1},
+		{[]string{"HTTP_ADDR=127.0.0.1:0"}, nil, 1},
+		{nil, []string{"--url", p.URL() + "/no-such-endpoint"}, 1},
+	} {
+		stdout, stderr, code := runCLI(t, c.env, append([]string{"healthcheck"}, c.args...)...)
+		require.Equal(t, c.code, code, "%v %v: %s", c.env, c.args, stderr)
+		require.Empty(t, stdout)
+		if c.code != 0 {
+			require.Contains(t, stderr, "healthcheck: ", "%v %v: says why", c.env, c.args)
+		}
+	}
+	_, stderr, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "paymentsvc healthcheck")
+	require.Contains(t, stderr, "--url")
+}
+
 func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewEmpty(t)
@@ -145,6 +228,21 @@ func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 		require.Equal(t, "ERROR", lines[0].Level)
 		require.Contains(t, lines[0].Raw, "IDEMPOTENCY_LOCK_TTL")
 		require.NotContains(t, stderr, `"msg":"listening"`)
+	}
+}
+
+// Durations that no default makes right are refused at startup (exit 1, one
+// line naming the setting); 0s is legal and kept (no drain delay).
+func TestRefusesNegativeShutdownDurations(t *testing.T) {
+	t.Parallel()
+	for _, env := range []string{"SHUTDOWN_DRAIN_DELAY=-1s", "SHUTDOWN_TIMEOUT=-1s"} {
+		_, stderr, code := runCLI(t, []string{
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + noProvider, env,
+		}, "serve")
+		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
+		lines := logLines(stderr)
+		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
+		require.Contains(t, lines[0].Raw, "SHUTDOWN_DRAIN_DELAY")
 	}
 }
 

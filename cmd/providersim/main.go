@@ -25,7 +25,7 @@ func run(args []string, stderr io.Writer) int {
 	addr := set.String("SIM_ADDR", providersim.DefaultAddr, "listen address")
 	apiKey := set.Secret("SIM_API_KEY", providersim.DefaultAPIKey, "API key clients send as Authorization: Bearer")
 	stateFile := set.String("SIM_STATE_FILE", "", "file the state is persisted to (empty: memory only)")
-	webhookURL := set.String("SIM_WEBHOOK_URL", "", "URL webhooks are posted to (empty: no webhooks)")
+	webhookURL := set.URL("SIM_WEBHOOK_URL", "", "URL webhooks are posted to (empty: no webhooks)")
 	webhookSecret := set.Secret("SIM_WEBHOOK_SECRET", providersim.DefaultWebhookSecret, "secret webhooks are signed with")
 	latency := set.Duration("SIM_LATENCY", 0, "delay spent in every charge call before the charge is created")
 	if err := set.Parse(args, stderr); err != nil {

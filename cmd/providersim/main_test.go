@@ -50,12 +50,15 @@ func TestBinary(t *testing.T) {
 
 	t.Run("help exits 0", func(t *testing.T) {
 		t.Parallel()
-		code, out := exitCode(t, bin, []string{"SIM_API_KEY=sk_never_printed"}, "-h")
+		code, out := exitCode(t, bin, []string{"SIM_API_KEY=sk_never_printed", "SIM_WEBHOOK_URL=https://u:s3cret@hooks.example/in"}, "-h")
 		if code != 0 {
 			t.Fatalf("-h exited %d\n%s", code, out)
 		}
-		if !strings.Contains(out, "--sim-addr") || strings.Contains(out, "sk_never_printed") {
-			t.Fatalf("usage lacks --sim-addr or prints the API key:\n%s", out)
+		if !strings.Contains(out, "--sim-addr") || strings.Contains(out, "sk_never_printed") || strings.Contains(out, "s3cret") {
+			t.Fatalf("usage lacks --sim-addr or prints the API key or the webhook URL's password:\n%s", out)
+		}
+		if !strings.Contains(out, "https://u:***@hooks.example/in") {
+			t.Fatalf("usage does not show the webhook URL masked:\n%s", out)
 		}
 	})
 	t.Run("bad flag exits 2", func(t *testing.T) {

@@ -20,6 +20,9 @@ type settings struct {
 	batchSize *int
 	// settle
 	day *string
+	// gc
+	webhookEventTTL *time.Duration
+	outboxRetention *time.Duration
 }
 
 // newFlags registers the settings of command cmd. RECONCILER_MIN_AGE and
@@ -41,10 +44,13 @@ func newFlags(cmd string, getenv func(string) (string, bool)) (*envflag.Set, *se
 	s := &settings{shared: sharedsettings.Register(set, "PostgreSQL URL of the payments database (never created by the reconciler)")}
 	switch cmd {
 	case "run":
-		s.minAge = set.Duration("MIN_AGE", reconcile.DefaultMinAge, "act only on attempts unchanged for this long [env RECONCILER_MIN_AGE wins]")
+		s.minAge = set.Duration("MIN_AGE", reconcile.DefaultMinAge, "act only on attempts unchanged for this long; 0s: no minimum [env RECONCILER_MIN_AGE wins]")
 		s.batchSize = set.Int("BATCH_SIZE", reconcile.DefaultBatchSize, fmt.Sprintf("attempts claimed per batch, 1-%d [env RECONCILER_BATCH_SIZE wins]", reconcile.MaxBatchSize))
 	case "settle":
 		s.day = set.FlagSet().String("day", "", "the UTC day to settle, YYYY-MM-DD (required)")
+	case "gc":
+		s.webhookEventTTL = set.Duration("WEBHOOK_EVENT_TTL", reconcile.DefaultWebhookEventTTL, "delete webhook events received longer ago than this; 0s: every one")
+		s.outboxRetention = set.Duration("OUTBOX_RETENTION", reconcile.DefaultOutboxRetention, "delete outbox rows published longer ago than this (never unpublished ones); 0s: every published one")
 	}
 	return set, s
 }
@@ -54,6 +60,12 @@ func (s *settings) check() error {
 	var errs []error
 	if s.minAge != nil && *s.minAge < 0 {
 		errs = append(errs, fmt.Errorf("--min-age %s is negative", *s.minAge))
+	}
+	if s.webhookEventTTL != nil && *s.webhookEventTTL < 0 {
+		errs = append(errs, fmt.Errorf("--webhook-event-ttl %s is negative", *s.webhookEventTTL))
+	}
+	if s.outboxRetention != nil && *s.outboxRetention < 0 {
+		errs = append(errs, fmt.Errorf("--outbox-retention %s is negative", *s.outboxRetention))
 	}
 	if s.batchSize != nil && (*s.batchSize < 1 || *s.batchSize > reconcile.MaxBatchSize) {
 		errs = append(errs, fmt.Errorf("--batch-size %d not in [1, %d]", *s.batchSize, reconcile.MaxBatchSize))
@@ -71,14 +83,23 @@ func (s *settings) check() error {
 	return errors.Join(errs...)
 }
 
+// config is the job's configuration: the flags' values, and the library's
+// defaults for what has no flag. An explicit --min-age 0s is kept: it means
+// no minimum.
 func (s *settings) config() reconcile.Config {
-	var c reconcile.Config
+	c := reconcile.DefaultConfig()
 	if s.minAge != nil {
 		c.MinAge = *s.minAge
 	}
 	if s.batchSize != nil {
 		c.BatchSize = *s.batchSize
 		c.Workers = min(reconcile.DefaultWorkers, c.BatchSize)
+	}
+	if s.webhookEventTTL != nil {
+		c.WebhookEventTTL = *s.webhookEventTTL
+	}
+	if s.outboxRetention != nil {
+		c.OutboxRetention = *s.outboxRetention
 	}
 	return c
 }
@@ -95,7 +116,11 @@ Commands:
   settle   --day YYYY-MM-DD: compare the provider's charges of that UTC day with
            our payments and refund orphan charges; prints
            {"day","provider_charges","matched","orphans_refunded","amount_mismatches","missing_at_provider"}
-  gc       delete expired idempotency keys of final payments; prints {"deleted"}
+  gc       delete expired idempotency keys of final payments, webhook events
+           received more than --webhook-event-ttl (WEBHOOK_EVENT_TTL, default
+           720h) ago and outbox rows published more than --outbox-retention
+           (OUTBOX_RETENTION, default 168h) ago, never unpublished ones; prints
+           {"deleted","webhook_events_deleted","outbox_deleted"}
 
 Exit status: 0 the job ran, 1 it could not run (database or provider
 unreachable, invalid configuration), 2 bad usage.

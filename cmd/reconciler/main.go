@@ -1,6 +1,7 @@
 // Command reconciler is the one-shot job run from cron that resolves stale
 // payment attempts (run), settles a day against the provider (settle) and
-// deletes expired idempotency keys (gc). The work is in internal/reconcile;
+// deletes expired idempotency keys, old webhook events and published
+// outbox rows (gc). The work is in internal/reconcile;
 // this file parses flags, wires the database and the provider, prints the
 // one JSON line and maps the outcome to the exit status.
 package main
@@ -64,9 +65,12 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("job", "reconciler", "command", cmd)
+	shared := s.shared()
 	cfg := s.config()
 	cfg.Logger = log
-	shared := s.shared()
+	// The shared settings are checked as given, before the library fills
+	// zero fields with defaults: PROVIDER_RETRY_BUDGET=0s is refused here as
+	// it is by the pods, not silently replaced.
 	if err := errors.Join(shared.Validate(), cfg.Validate()); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1
@@ -93,11 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		day, _ := reconcile.ParseDay(*s.day) // checked above
 		out, err = r.Settle(ctx, day)
 	case "gc":
-		var n int
-		n, err = r.GC(ctx)
-		out = struct {
-			Deleted int `json:"deleted"`
-		}{n}
+		out, err = r.GC(ctx)
 	}
 	if err != nil {
 		// The partial result is in the log; stdout stays empty, so a caller

@@ -54,3 +54,18 @@ WHERE published_at IS NULL;
 -- (attempts.sql) sends when a transaction writing outbox rows commits.
 -- name: OutboxListen :exec
 LISTEN outbox;
+
+-- OutboxDeletePublishedBefore deletes one batch of rows published more than
+-- age_ms ago (by the database clock), oldest first. An unpublished row is
+-- never deleted, however old: it is an event still owed to the stream.
+-- name: OutboxDeletePublishedBefore :execrows
+DELETE FROM outbox
+WHERE id IN (
+    SELECT id
+    FROM outbox
+    WHERE published_at IS NOT NULL
+      AND published_at < now() - sqlc.arg(age_ms)::bigint * interval '1 millisecond'
+    ORDER BY published_at
+    LIMIT sqlc.arg(max_rows)
+    FOR UPDATE SKIP LOCKED
+);

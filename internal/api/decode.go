@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"math/big"
 	"mime"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -93,8 +94,14 @@ func decodeCreate(body []byte) (payments.CreateInput, error) {
 		return v, invalid("payment_method must be 1 to 255 characters of letters, digits and _-.:")
 	}
 	v.PaymentMethod = *req.PaymentMethod
-	if req.Description != nil && utf8.RuneCountInString(*req.Description) > 1000 {
-		return v, invalid("description must be at most 1000 characters")
+	if req.Description != nil {
+		switch {
+		case utf8.RuneCountInString(*req.Description) > 1000:
+			return v, invalid("description must be at most 1000 characters")
+		case hasNUL(*req.Description):
+			// PostgreSQL text cannot hold NUL: without this, every retry would be a 500.
+			return v, invalid("description must not contain NUL characters (\\u0000)")
+		}
 	}
 	v.Description = req.Description
 	if err := validateMetadata(req.Metadata); err != nil {
@@ -105,7 +112,12 @@ func decodeCreate(body []byte) (payments.CreateInput, error) {
 }
 
 // decodeStrict decodes body, one JSON object with no unknown fields, into v.
+// encoding/json would replace invalid UTF-8 in a string with U+FFFD and store
+// something the client never sent: it is refused, naming where it is.
 func decodeStrict(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return invalid("%s is not valid UTF-8", invalidUTF8Field(body))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -119,21 +131,32 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
+// maxAmountDigits is how many digits MaxAmount has: a longer literal is out
+// of range whatever its digits.
+var maxAmountDigits = len(strconv.Itoa(MaxAmount))
+
+// parseAmount reads the amount literal. It is judged by its spelling before
+// any arithmetic: a number such as 1e999999 is valid JSON and would cost a
+// general-purpose parser milliseconds of CPU per request.
 func parseAmount(raw json.RawMessage) (int64, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, invalid("amount is required")
 	}
 	// The decoder has checked that raw is one JSON value; of those only a
-	// number literal parses here (not "500", a bool, an array or an object).
-	r, ok := new(big.Rat).SetString(string(raw))
-	if !ok || !r.IsInt() {
-		return 0, invalid("amount must be an integer in the currency's minor unit")
+	// run of digits, maybe negative, is an integer literal (not "500", a
+	// bool, an array, an object, a fraction like 500.0 or an exponent like 5e2).
+	digits, negative := strings.CutPrefix(string(raw), "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, invalid("amount must be an integer in the currency's minor unit, without a fraction or an exponent")
 	}
-	i := r.Num()
-	if i.Sign() <= 0 || !i.IsInt64() || i.Int64() > MaxAmount {
+	if negative || len(digits) > maxAmountDigits {
 		return 0, invalid("amount must be between 1 and %d", MaxAmount)
 	}
-	return i.Int64(), nil
+	n, err := strconv.ParseInt(digits, 10, 64) // at most 11 digits: cannot overflow
+	if err != nil || n < 1 || n > MaxAmount {
+		return 0, invalid("amount must be between 1 and %d", MaxAmount)
+	}
+	return n, nil
 }
 
 func validateMetadata(m map[string]string) error {
@@ -141,17 +164,91 @@ func validateMetadata(m map[string]string) error {
 		return invalid("metadata must have at most 50 keys")
 	}
 	for k, val := range m {
-		if k == "" || utf8.RuneCountInString(k) > 40 {
+		switch {
+		case k == "" || utf8.RuneCountInString(k) > 40:
 			return invalid("metadata keys must be 1 to 40 characters")
-		}
-		if utf8.RuneCountInString(val) > 500 {
+		case hasNUL(k):
+			return invalid("metadata keys must not contain NUL characters (\\u0000)")
+		case utf8.RuneCountInString(val) > 500:
 			return invalid("metadata[%q] must be at most 500 characters", k)
+		case hasNUL(val):
+			// jsonb cannot hold \u0000: without this, every retry would be a 500.
+			return invalid("metadata[%q] must not contain NUL characters (\\u0000)", k)
 		}
 	}
 	return nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+
+// invalidUTF8Field names where body, which is not valid UTF-8, first holds
+// invalid bytes: a field's value ("description"), a metadata value
+// (metadata["k"]) or key ("metadata keys"), a field name, or just "request
+// body" when the bytes are outside any string. It walks the tokens and checks
+// each one's raw bytes, since the tokens it returns are already repaired.
+func invalidUTF8Field(body []byte) string {
+	type level struct {
+		object  bool
+		wantKey bool   // in an object, the next string is a key
+		key     string // in an object, the key of the value being read
+	}
+	var stack []level
+	// valueDone records that the value at the top of the stack is complete.
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	name := func(isKey bool) string {
+		switch {
+		case len(stack) == 1 && isKey:
+			return "a field name"
+		case len(stack) == 1:
+			return stack[0].key
+		case len(stack) == 2 && stack[0].key == "metadata" && stack[1].object:
+			if isKey {
+				return "metadata keys"
+			}
+			return fmt.Sprintf("metadata[%q]", stack[1].key)
+		case len(stack) > 1:
+			return stack[0].key
+		}
+		return "request body"
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return "request body"
+		}
+		raw := body[start:dec.InputOffset()]
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, level{object: t == '{', wantKey: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+		case string:
+			isKey := len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].wantKey
+			if !utf8.Valid(raw) {
+				return name(isKey)
+			}
+			if isKey {
+				stack[len(stack)-1].key, stack[len(stack)-1].wantKey = t, false
+			} else {
+				valueDone()
+			}
+		default:
+			valueDone()
+		}
+	}
+}
 
 // decodeError turns a JSON decoding error into a client-safe detail that
 // names the field where it can.

@@ -45,8 +45,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			elapsed := time.Since(start)
-			metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-			metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+			method := methodLabel(r.Method)
+			metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
+			metrics.HTTPDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 			attrs := []slog.Attr{
 				slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
 				slog.String("path", r.URL.Path), slog.Int("status", rec.status),
@@ -62,6 +63,24 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
+}
+
+// standardMethods are the methods a metric label may name (RFC 9110's and
+// PATCH); any other is counted as "other". Labels come from fixed sets only:
+// the method is sent before authentication, so a client could otherwise
+// create series without end. The route is the router's pattern or
+// "unmatched" for the same reason.
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+	http.MethodConnect: true, http.MethodTrace: true,
+}
+
+func methodLabel(method string) string {
+	if standardMethods[method] {
+		return method
+	}
+	return "other"
 }
 
 type statusRecorder struct {

@@ -91,6 +91,10 @@ func TestInvalidRequest(t *testing.T) {
 		f[field] = v
 		return body(f)
 	}
+	// raw is a valid body without its amount, plus the given literal members.
+	raw := func(members string) string {
+		return `{"order_id":"o-1","currency":"USD","payment_method":"pm_card_visa",` + members + `}`
+	}
 	without := func(field string) string {
 		f := validFields()
 		delete(f, field)
@@ -124,6 +128,23 @@ func TestInvalidRequest(t *testing.T) {
 		{"order_id empty", with("order_id", ""), "order_id"},
 		{"order_id 65 chars", with("order_id", strings.Repeat("o", 65)), "order_id"},
 		{"payment_method empty", with("payment_method", ""), "payment_method"},
+		// Refused by their spelling, before any arithmetic (1e999999 would
+		// cost a big-number parser milliseconds of CPU).
+		{"amount exponent", raw(`"amount":5e2`), "amount"},
+		{"amount huge exponent", raw(`"amount":1e999999`), "amount"},
+		{"amount fraction of an integer", raw(`"amount":500.0`), "amount"},
+		{"amount 30 digits", raw(`"amount":123456789012345678901234567890`), "amount"},
+		{"amount negative zero", raw(`"amount":-0`), "amount"},
+		// PostgreSQL stores neither NUL in text nor \u0000 in jsonb.
+		{"description NUL", with("description", "a\x00b"), "description"},
+		{"metadata value NUL", with("metadata", map[string]string{"k": "a\x00b"}), `metadata["k"]`},
+		{"metadata key NUL", with("metadata", map[string]string{"a\x00b": "v"}), "metadata keys"},
+		// Raw invalid UTF-8, which encoding/json would silently turn into U+FFFD.
+		{"description invalid UTF-8", raw("\"amount\":500,\"description\":\"caf\xe9\""), "description"},
+		{"metadata value invalid UTF-8", raw("\"amount\":500,\"metadata\":{\"ok\":\"x\",\"k\":\"\xff\xfe\"}"), `metadata["k"]`},
+		{"metadata key invalid UTF-8", raw("\"amount\":500,\"metadata\":{\"ok\":\"x\",\"\xc3\":\"v\"}"), "metadata keys"},
+		{"order_id invalid UTF-8", "{\"order_id\":\"o-\xed\xa0\x80\",\"amount\":500,\"currency\":\"USD\",\"payment_method\":\"pm_card_visa\"}", "order_id"},
+		{"invalid UTF-8 outside strings", raw("\"amount\":500 \xff"), "request body"},
 	}
 	for _, c := range cases {
 		r := b.pay(b.a, "k-"+strings.ReplaceAll(c.name, " ", "-"), c.body)
@@ -134,9 +155,17 @@ func TestInvalidRequest(t *testing.T) {
 	}
 	b.requireNothingWritten()
 
+	// A valid description and metadata are kept exactly, non-ASCII included.
+	f := validFields()
+	f["order_id"], f["description"], f["metadata"] = "o-utf8", "café ☕ \t tab", map[string]string{"clé": "välue"}
+	r := b.pay(b.a, "k-utf8", body(f))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Equal(t, "café ☕ \t tab", r.str("description"))
+	require.Equal(t, map[string]any{"clé": "välue"}, r.json["metadata"])
+
 	// The edges of the valid range are accepted.
 	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-max", with("amount", int64(99999999999))).status)
-	f := validFields()
+	f = validFields()
 	f["order_id"], f["amount"] = strings.Repeat("o", 64), 1
 	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-min", body(f)).status)
 }

@@ -25,6 +25,7 @@ const (
 	IdempotencyKeyReused  Code = "idempotency_key_reused"
 	OrderAlreadyHasPay    Code = "order_already_has_payment"
 	ProviderUnavailable   Code = "provider_unavailable"
+	DatabaseUnavailable   Code = "database_unavailable"
 	PaymentNotFound       Code = "payment_not_found"
 	PaymentNotRefundable  Code = "payment_not_refundable"
 	RefundExceeds         Code = "refund_exceeds_refundable"
@@ -38,7 +39,7 @@ const (
 type Error struct {
 	Code       Code
 	Detail     string // safe to show a client
-	RetryAfter int    // seconds, for in_use and provider_unavailable
+	RetryAfter int    // seconds, for in_use and the *_unavailable codes
 	PaymentID  string // for order_already_has_payment
 }
 
@@ -47,6 +48,22 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) 
 // New returns an error with code and a client-safe detail.
 func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// DatabaseRetryAfter is the Retry-After of database_unavailable: a
+// connection lost or a failover takes seconds.
+const DatabaseRetryAfter = 2
+
+// NewDatabaseUnavailable is the answer to a request the database could not
+// serve. Its detail never says that nothing was done: the request may have
+// charged and failed only to record it (a failed COMMIT is not "not done").
+func NewDatabaseUnavailable() *Error {
+	return &Error{
+		Code: DatabaseUnavailable,
+		Detail: "the database is unavailable; retry after Retry-After seconds (what this request did is not known yet; " +
+			"a payment retried with the same Idempotency-Key is never charged twice)",
+		RetryAfter: DatabaseRetryAfter,
+	}
 }
 
 // As returns the *Error in err's chain, or an internal error for anything

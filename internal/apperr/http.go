@@ -19,6 +19,7 @@ var statusOf = map[Code]int{
 	IdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	OrderAlreadyHasPay:    http.StatusConflict,
 	ProviderUnavailable:   http.StatusServiceUnavailable,
+	DatabaseUnavailable:   http.StatusServiceUnavailable,
 	PaymentNotFound:       http.StatusNotFound,
 	PaymentNotRefundable:  http.StatusConflict,
 	RefundExceeds:         http.StatusUnprocessableEntity,

@@ -222,7 +222,8 @@ func Env() []string {
 		if strings.HasPrefix(name, "SIM_") || strings.HasPrefix(name, "PROVIDER_") ||
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
 			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
-			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" {
+			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||
+			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" || name == "SHUTDOWN_DRAIN_DELAY" {
 			continue
 		}
 		env = append(env, kv)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,14 +17,22 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/acme/paymentsvc/db/migrations"
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
 const migrateLockID int64 = 0x7061796d656e7473 // "payments"
 
+// DefaultConnectTimeout bounds a new connection when DATABASE_URL sets no
+// connect_timeout: a database that does not answer at all (a dead host, a
+// partition) makes a request fail as unavailable after it, instead of
+// hanging it.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Open connects a pool to databaseURL. Unless the URL sets pool_max_conns,
 // the pool has DefaultMaxConns connections; every wait for one is bounded by
-// DefaultAcquireTimeout.
+// DefaultAcquireTimeout. A connection that the server says cannot serve us
+// (see ErrUnavailable) is discarded, not reused.
 func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -33,6 +41,10 @@ func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns()
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	cfg.ConnConfig.OnPgError = discardOnUnavailable(cfg.ConnConfig.OnPgError)
 	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -124,20 +136,8 @@ func runGoose(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
 // Redact returns databaseURL without its password (in the user info or in
 // the password query parameter, both of which pgx reads), for logs. A
 // string that is not a URL (a keyword/value connection string) may hold a
-// password anywhere, so it is replaced whole.
+// password anywhere, so it is replaced whole. It is redact.URL, the one
+// masking of every configuration URL.
 func Redact(databaseURL string) string {
-	u, err := url.Parse(databaseURL)
-	if err != nil || u.Scheme == "" {
-		return "(redacted connection string)"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return strings.ReplaceAll(u.String(), "xxxxx", "***")
+	return redact.URL(databaseURL)
 }

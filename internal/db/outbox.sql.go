@@ -64,6 +64,35 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, maxRows int32) ([]Ou
 	return items, nil
 }
 
+const outboxDeletePublishedBefore = `-- name: OutboxDeletePublishedBefore :execrows
+DELETE FROM outbox
+WHERE id IN (
+    SELECT id
+    FROM outbox
+    WHERE published_at IS NOT NULL
+      AND published_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY published_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type OutboxDeletePublishedBeforeParams struct {
+	AgeMs   int64
+	MaxRows int32
+}
+
+// OutboxDeletePublishedBefore deletes one batch of rows published more than
+// age_ms ago (by the database clock), oldest first. An unpublished row is
+// never deleted, however old: it is an event still owed to the stream.
+func (q *Queries) OutboxDeletePublishedBefore(ctx context.Context, db DBTX, arg OutboxDeletePublishedBeforeParams) (int64, error) {
+	result, err := db.Exec(ctx, outboxDeletePublishedBefore, arg.AgeMs, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const outboxInsert = `-- name: OutboxInsert :exec
 INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
 VALUES ($1, $2, $3, $4, $5, $6)

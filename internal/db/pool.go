@@ -49,7 +49,7 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	defer cancel()
 	c, err := p.Pool.Acquire(actx)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAcquireTimeout) {
-		return nil, fmt.Errorf("%w (%s)", ErrAcquireTimeout, d)
+		return nil, fmt.Errorf("%w: %w (%s)", ErrUnavailable, ErrAcquireTimeout, d)
 	}
 	return c, err
 }

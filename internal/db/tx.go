@@ -21,11 +21,16 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Translate maps driver errors to this package's sentinels, keeping the
-// original in the chain for logs. It is the only place that knows SQLSTATEs.
+// Translate maps driver errors to this package's sentinels (ErrNotFound,
+// ErrConflict, ErrUnavailable), keeping the original in the chain for logs.
+// It is the only place that knows SQLSTATEs (with unavailableCode, which it
+// uses). An error that already wraps a sentinel is returned as is.
 func Translate(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -46,12 +51,20 @@ func ConstraintName(err error) string {
 	return ""
 }
 
-// WithTx runs fn in a transaction and commits it if fn returns nil. The
-// rollback does not use ctx: a cancelled request must still release its
-// transaction promptly rather than leave it to the pool.
+// WithTx runs fn in a transaction and commits it if fn returns nil. A
+// connection not acquired within ctx's deadline is ErrUnavailable. A failed
+// COMMIT is returned as is (Translate makes it ErrUnavailable when the
+// connection failed): it may have taken effect. The rollback does not use
+// ctx: a cancelled request must still release its transaction promptly
+// rather than leave it to the pool.
 func WithTx(ctx context.Context, pool *Pool, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrUnavailable) {
+			// No connection within the caller's deadline: the pool could not
+			// get one from the database in time.
+			return fmt.Errorf("begin: %w: %w", ErrUnavailable, err)
+		}
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {

@@ -10,6 +10,37 @@ import (
 	"encoding/json"
 )
 
+const webhookEventDeleteReceivedBefore = `-- name: WebhookEventDeleteReceivedBefore :execrows
+DELETE FROM webhook_events
+WHERE (provider, event_id) IN (
+    SELECT provider, event_id
+    FROM webhook_events
+    WHERE received_at < now() - $1::bigint * interval '1 millisecond'
+    ORDER BY received_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type WebhookEventDeleteReceivedBeforeParams struct {
+	AgeMs   int64
+	MaxRows int32
+}
+
+// WebhookEventDeleteReceivedBefore deletes one batch of events received more
+// than age_ms ago (by the database clock), oldest first. Every stored event
+// is processed (its outcome is set in the transaction that inserts it);
+// deleting it only forgets its id, so a redelivery after that is applied
+// again, which the state machine makes a no-op. SKIP LOCKED passes over a
+// row a webhook's transaction holds.
+func (q *Queries) WebhookEventDeleteReceivedBefore(ctx context.Context, db DBTX, arg WebhookEventDeleteReceivedBeforeParams) (int64, error) {
+	result, err := db.Exec(ctx, webhookEventDeleteReceivedBefore, arg.AgeMs, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const webhookEventInsert = `-- name: WebhookEventInsert :execrows
 INSERT INTO webhook_events (provider, event_id, type, charge_id, outcome, payload)
 VALUES (

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Set is a flag set whose flags take their defaults from the environment.
@@ -19,6 +21,7 @@ type Set struct {
 	errs    []error
 	lookup  func(string) (string, bool)
 	secrets map[string]bool
+	urls    map[string]bool
 	header  string
 }
 
@@ -30,7 +33,7 @@ func New(name string) *Set {
 // NewWithLookup returns a Set that reads variables through lookup (for tests).
 func NewWithLookup(name string, lookup func(string) (string, bool)) *Set {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	s := &Set{fs: fs, lookup: lookup, secrets: map[string]bool{}}
+	s := &Set{fs: fs, lookup: lookup, secrets: map[string]bool{}, urls: map[string]bool{}}
 	fs.Usage = s.printUsage
 	return s
 }
@@ -39,8 +42,9 @@ func NewWithLookup(name string, lookup func(string) (string, bool)) *Set {
 func (s *Set) SetUsageHeader(text string) { s.header = text }
 
 // printUsage prints the flags like flag.PrintDefaults, except that the
-// defaults of secrets are hidden: defaults come from the environment, so -h
-// would otherwise print API keys and signing secrets.
+// defaults of secrets are hidden and those of URLs shown without their
+// credentials: defaults come from the environment, so -h would otherwise
+// print API keys, signing secrets and passwords.
 func (s *Set) printUsage() {
 	out := s.fs.Output()
 	if s.header != "" {
@@ -53,6 +57,8 @@ func (s *Set) printUsage() {
 		switch {
 		case s.secrets[f.Name]:
 			def = " (default hidden)"
+		case s.urls[f.Name] && f.DefValue != "":
+			def = fmt.Sprintf(" (default %q)", redact.URL(f.DefValue))
 		case f.DefValue == "" || f.DefValue == "0s":
 			def = ""
 		}
@@ -64,6 +70,14 @@ func (s *Set) printUsage() {
 // Secret registers a string setting whose value is never printed by -h.
 func (s *Set) Secret(env, def, usage string) *string {
 	s.secrets[FlagName(env)] = true
+	return s.String(env, def, usage)
+}
+
+// URL registers a URL setting that may carry credentials (user info, a
+// token or password query parameter): -h prints it masked by redact.URL.
+// Log it through redact.URL too.
+func (s *Set) URL(env, def, usage string) *string {
+	s.urls[FlagName(env)] = true
 	return s.String(env, def, usage)
 }
 

@@ -27,7 +27,9 @@ const (
 	MaxBatchSize = 1000
 )
 
-// Config configures a Relay. Zero fields take the defaults above.
+// Config configures a Relay. No field's zero is a legal value (a relay needs
+// a server, a batch, a poll interval, timeouts and backoff bounds), so a zero
+// field takes its default above; validate refuses negative ones.
 type Config struct {
 	// NATSURL is the NATS server (or comma-separated servers) to publish to.
 	NATSURL string

@@ -12,6 +12,9 @@ import (
 // more events while it is down, and restarts it on the same port and store:
 // every event arrives, once.
 func TestRelaySurvivesNATSOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops and restarts a NATS server; skipped with -short")
+	}
 	t.Parallel()
 	srv := startNATSServer(t)
 	b := setup(t, srv.URL)
@@ -64,6 +67,9 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 // TestRelayStartsBeforeNATS points a relay at a server that does not run
 // yet: Run keeps going, and publishes once the server comes up.
 func TestRelayStartsBeforeNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a NATS server started late; skipped with -short")
+	}
 	t.Parallel()
 	srv := newNATSServer(t)
 	b := setup(t, sharedNATSURL()) // for the database; the relay uses srv
@@ -83,6 +89,9 @@ func TestRelayStartsBeforeNATS(t *testing.T) {
 // (as a server that lost its store would): the relay creates it again and
 // the next events arrive.
 func TestRelayRecreatesDeletedStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a NATS server of its own; skipped with -short")
+	}
 	t.Parallel()
 	b := setup(t, sharedNATSURL())
 	runRelay(t, newRelay(t, b.db.Pool, b.cfg))

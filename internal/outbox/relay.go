@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Relay publishes the outbox to JetStream. Run one per pod; relays share the
@@ -103,7 +104,8 @@ func (r *Relay) connect(ctx context.Context, connected chan<- struct{}) (*nats.C
 		if err == nil {
 			return nc, nil
 		}
-		r.log.Error("connect to NATS", "url", r.cfg.NATSURL, "err", err)
+		// The error may quote the URL (url.Parse's do): masked as well.
+		r.log.Error("connect to NATS", "url", redact.URL(r.cfg.NATSURL), "err", redact.Text(err.Error(), r.cfg.NATSURL))
 		if !sleep(ctx, backoff(failures, r.cfg.BackoffMin, r.cfg.BackoffMax)) {
 			return nil, ctx.Err()
 		}

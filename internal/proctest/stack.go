@@ -30,7 +30,9 @@ type PodOptions struct {
 }
 
 // StartPod runs paymentsvc serve on a free port. The outbox relay is off
-// unless opt.Env turns it on, so tests that do not need NATS do not use it.
+// unless opt.Env turns it on, so tests that do not need NATS do not use it,
+// and so is the drain delay (SHUTDOWN_DRAIN_DELAY=0s), so that stopping a
+// pod takes no longer than its requests do; opt.Env may set either.
 func StartPod(t testing.TB, opt PodOptions) *Process {
 	t.Helper()
 	b := Build(t)
@@ -43,6 +45,7 @@ func StartPod(t testing.TB, opt PodOptions) *Process {
 		"DATABASE_URL=" + opt.DatabaseURL,
 		"PROVIDER_URL=" + opt.ProviderURL,
 		"OUTBOX_RELAY=off",
+		"SHUTDOWN_DRAIN_DELAY=0s",
 	}
 	env = append(env, opt.Env...)
 	return StartProcess(t, name, b.PaymentSvc, []string{"serve"}, env)

@@ -166,3 +166,16 @@ func TestBreakerRefusesLookups(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Equal(t, 1, f.Hits())
 }
+
+// Only a zero field is "unset"; a negative one is a mistake that no default
+// makes right, so NewResilient refuses it instead of replacing it.
+func TestConfigZeroTakesDefaultsNegativeRefused(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, Config{CallTimeout: DefaultCallTimeout, RetryBudget: DefaultRetryBudget,
+		BreakerFailures: DefaultBreakerFailures, BreakerCooldown: DefaultBreakerCooldown}, Config{}.withDefaults())
+	for _, c := range []Config{{CallTimeout: -time.Second}, {RetryBudget: -time.Second}, {BreakerCooldown: -time.Second}} {
+		require.Error(t, c.Validate(), "%+v", c)
+		require.Panics(t, func() { NewResilient(NewHTTPClient("sim", "http://127.0.0.1:9", testAPIKey, nil), c, nil) }, "%+v", c)
+	}
+	require.NoError(t, Config{}.Validate())
+}

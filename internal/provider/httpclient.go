@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Operation names, used in errors and as the op label of metrics.
@@ -281,7 +283,7 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return response{}, &CallError{Op: op, Kind: KindTransport, Err: err}
+		return response{}, transportError(op, err, false)
 	}
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Accept", "application/json")
@@ -303,8 +305,15 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	return response{status: resp.StatusCode, body: b}, nil
 }
 
-// transportError classifies an error of the HTTP exchange itself.
+// transportError classifies an error of the HTTP exchange itself. The
+// *url.Error net/http returns quotes the request URL, which carries
+// PROVIDER_URL's credentials, if any: it is masked, since call errors are
+// logged.
 func transportError(op string, err error, sent bool) *CallError {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
 	kind := KindTransport
 	var ne net.Error
 	switch {

@@ -3,6 +3,7 @@ package provider
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,4 +77,21 @@ func TestSimConnectionRefusedIsNotSent(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, KindTransport, ce.Kind)
 	require.False(t, ce.Sent)
+}
+
+// A call error quotes the request URL; PROVIDER_URL's credentials (a
+// password, or a token as the whole user info) are masked in it, since call
+// errors are logged.
+func TestSimCallErrorsHideURLCredentials(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, base := range []string{"http://u:s3cret@" + host, "http://s3cret@" + host, "http://u:s3cret@" + host + ":notaport"} {
+		_, err := NewHTTPClient("sim", base, testAPIKey, nil).ChargeByKey(t.Context(), "k1")
+		var ce *CallError
+		require.ErrorAs(t, err, &ce, base)
+		require.Equal(t, KindTransport, ce.Kind, base)
+		require.NotContains(t, err.Error(), "s3cret", base)
+	}
 }

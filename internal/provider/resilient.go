@@ -25,8 +25,9 @@ type Caller interface {
 
 var _ Caller = (*HTTPClient)(nil)
 
-// Config bounds the calls Resilient makes. A zero or negative field takes the
-// documented default (PROVIDER_CALL_TIMEOUT and friends, docs/configuration.md).
+// Config bounds the calls Resilient makes. Zero is not a legal value of any
+// field, so a zero field takes the documented default (PROVIDER_CALL_TIMEOUT
+// and friends, docs/configuration.md); a negative one is refused by Validate.
 type Config struct {
 	CallTimeout     time.Duration // one HTTP call
 	RetryBudget     time.Duration // no call starts later than this after the first
@@ -42,20 +43,31 @@ const (
 	DefaultBreakerCooldown = 10 * time.Second
 )
 
+// withDefaults fills the zero fields. A zero RetryBudget is not "no retries":
+// the backoff would read it as "retry forever".
 func (c Config) withDefaults() Config {
-	if c.CallTimeout <= 0 {
+	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
-	if c.RetryBudget <= 0 {
+	if c.RetryBudget == 0 {
 		c.RetryBudget = DefaultRetryBudget
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = DefaultBreakerFailures
 	}
-	if c.BreakerCooldown <= 0 {
+	if c.BreakerCooldown == 0 {
 		c.BreakerCooldown = DefaultBreakerCooldown
 	}
 	return c
+}
+
+// Validate refuses negative durations, which no default would make right.
+func (c Config) Validate() error {
+	if c.CallTimeout < 0 || c.RetryBudget < 0 || c.BreakerCooldown < 0 {
+		return fmt.Errorf("provider: negative PROVIDER_CALL_TIMEOUT (%s), PROVIDER_RETRY_BUDGET (%s) or PROVIDER_BREAKER_COOLDOWN (%s)",
+			c.CallTimeout, c.RetryBudget, c.BreakerCooldown)
+	}
+	return nil
 }
 
 // Resilient is a Provider that bounds every call to the inner one by
@@ -71,8 +83,13 @@ type Resilient struct {
 
 var _ Provider = (*Resilient)(nil)
 
-// NewResilient wraps inner; a nil log discards.
+// NewResilient wraps inner; a nil log discards. It panics on a cfg that
+// Validate refuses: the binaries validate their configuration at startup,
+// so only a programming error gets here.
 func NewResilient(inner Caller, cfg Config, log *slog.Logger) *Resilient {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Defaults applied by New to a zero Config field.
@@ -53,20 +55,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("webhook URL %q is not an absolute http(s) URL", c.WebhookURL)
+			return c, fmt.Errorf("webhook URL %q is not an absolute http(s) URL", redact.URL(c.WebhookURL))
 		}
 	}
 	return c, nil
 }
 
-// redactedWebhookURL is the webhook URL fit for a log line (no password).
+// redactedWebhookURL is the webhook URL fit for a log line (no credentials).
 func (c Config) redactedWebhookURL() string {
-	if c.WebhookURL == "" {
-		return ""
-	}
-	u, err := url.Parse(c.WebhookURL)
-	if err != nil {
-		return "(unparseable)"
-	}
-	return u.Redacted()
+	return redact.URL(c.WebhookURL)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Delivery policy: exponential backoff from webhookFirstBackoff, doubling up
@@ -113,6 +116,10 @@ func (h *webhookSender) deliver(ev Event, body []byte) {
 	backoff := webhookFirstBackoff
 	for attempt := 1; ; attempt++ {
 		err := h.attempt(body)
+		if err != nil {
+			// Errors of net/http quote the URL, credentials included.
+			err = errors.New(redact.Text(err.Error(), h.url))
+		}
 		if err == nil {
 			h.delivered()
 			h.log.Info("webhook delivered", "event_id", ev.ID, "type", ev.Type, "attempt", attempt)

@@ -18,6 +18,10 @@ const (
 	DefaultLease       = 5 * time.Minute
 	DefaultJitter      = 0.2
 	DefaultGCBatchSize = 1000
+	// DefaultWebhookEventTTL and DefaultOutboxRetention are the contract's
+	// WEBHOOK_EVENT_TTL and OUTBOX_RETENTION.
+	DefaultWebhookEventTTL = 720 * time.Hour
+	DefaultOutboxRetention = 168 * time.Hour
 
 	// MaxBatchSize bounds a claim: its attempts wait on the lease until the
 	// batch is done.
@@ -29,10 +33,15 @@ const (
 // so on. Once it is spent the attempt needs review and is checked daily.
 var DefaultSchedule = []time.Duration{2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
 
-// Config configures a Reconciler. Zero fields take the defaults above.
+// Config configures a Reconciler. A zero field whose zero is not a legal
+// value (BatchSize, Workers, Lease, GCBatchSize, a nil Schedule, the Payments
+// timings) takes the default above. MinAge, Jitter, WebhookEventTTL and
+// OutboxRetention are kept as given, because their zero is legal and means
+// something (no minimum age, no jitter, keep nothing): DefaultConfig has
+// their defaults, and cmd/reconciler registers its flags with them.
 type Config struct {
 	// MinAge is how long an attempt must have been unchanged before Run
-	// touches it (--min-age).
+	// touches it (--min-age); 0 means no minimum.
 	MinAge time.Duration
 	// BatchSize is the most attempts one claim takes (--batch-size).
 	BatchSize int
@@ -46,10 +55,17 @@ type Config struct {
 	// Schedule is the wait before each further check; see DefaultSchedule.
 	Schedule []time.Duration
 	// Jitter spreads every scheduled wait by ±Jitter of itself, so that
-	// attempts that failed together are not all checked again together.
+	// attempts that failed together are not all checked again together; 0
+	// means none.
 	Jitter float64
-	// GCBatchSize is the most keys one GC statement deletes.
+	// GCBatchSize is the most rows one GC statement deletes.
 	GCBatchSize int
+	// WebhookEventTTL is how long GC keeps a received webhook event
+	// (WEBHOOK_EVENT_TTL); 0 keeps none.
+	WebhookEventTTL time.Duration
+	// OutboxRetention is how long GC keeps a published outbox row
+	// (OUTBOX_RETENTION); 0 keeps none. Unpublished rows are always kept.
+	OutboxRetention time.Duration
 	// Logger receives the job's logs; nil discards them.
 	Logger *slog.Logger
 
@@ -57,10 +73,17 @@ type Config struct {
 	rand func() float64
 }
 
+// DefaultConfig is the reconciler's configuration when nothing is set:
+// every default above, MinAge and Jitter included.
+func DefaultConfig() Config {
+	return Config{
+		MinAge: DefaultMinAge, Jitter: DefaultJitter,
+		WebhookEventTTL: DefaultWebhookEventTTL, OutboxRetention: DefaultOutboxRetention,
+	}.withDefaults()
+}
+
+// withDefaults fills the zero fields whose zero is not a legal value.
 func (c Config) withDefaults() Config {
-	if c.MinAge == 0 {
-		c.MinAge = DefaultMinAge
-	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -72,9 +95,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Schedule == nil {
 		c.Schedule = DefaultSchedule
-	}
-	if c.Jitter == 0 {
-		c.Jitter = DefaultJitter
 	}
 	if c.GCBatchSize == 0 {
 		c.GCBatchSize = DefaultGCBatchSize
@@ -126,6 +146,9 @@ func (c Config) validate(timing payments.Config) error {
 	}
 	if c.GCBatchSize < 1 || c.GCBatchSize > 10000 {
 		errs = append(errs, fmt.Errorf("GCBatchSize %d not in [1, 10000]", c.GCBatchSize))
+	}
+	if c.WebhookEventTTL < 0 || c.OutboxRetention < 0 {
+		errs = append(errs, fmt.Errorf("WEBHOOK_EVENT_TTL (%s) and OUTBOX_RETENTION (%s) must not be negative", c.WebhookEventTTL, c.OutboxRetention))
 	}
 	return errors.Join(errs...)
 }

@@ -18,5 +18,8 @@
 // refunds orphan charges (no attempt, or a FAILED one) under a refund key
 // derived from the charge, and records anomalies for what a human must see.
 //
-// GC deletes expired idempotency keys of final attempts in bounded batches.
+// GC deletes, in bounded batches, expired idempotency keys of final
+// attempts, webhook events older than their TTL and published outbox rows
+// older than their retention (through the webhook and outbox packages,
+// which own those tables).
 package reconcile

@@ -46,6 +46,9 @@ func (b *bundle) keyIDs() []string {
 }
 
 func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 10,000 keys; skipped with -short")
+	}
 	t.Parallel()
 	b := setup(t)
 	final := []string{"SUCCEEDED", "FAILED"}
@@ -60,24 +63,103 @@ func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
 
 	r := b.reconciler(reconcile.Config{})
 	start := time.Now()
-	n, err := r.GC(b.ctx)
+	rep, err := r.GC(b.ctx)
 	took := time.Since(start)
 	require.NoError(t, err)
-	require.Equal(t, 10_000, n)
-	t.Logf("gc deleted %d keys in %s", n, took)
+	require.Equal(t, reconcile.GCReport{Deleted: 10_000}, rep)
+	t.Logf("gc deleted %d keys in %s", rep.Deleted, took)
 	require.Equal(t, []string{
 		"fresh_1", "fresh_2", "fresh_3", "fresh_4",
 		"unresolved_1", "unresolved_2", "unresolved_3", "unresolved_4", "unresolved_5", "unresolved_6",
 	}, b.keyIDs())
 
-	n, err = r.GC(b.ctx)
+	rep, err = r.GC(b.ctx)
 	require.NoError(t, err)
-	require.Zero(t, n)
+	require.Zero(t, rep.Deleted)
+}
+
+// seedWebhookEvents inserts n processed events prefix||i received age ago.
+func (b *bundle) seedWebhookEvents(prefix string, n int, age time.Duration) {
+	b.t.Helper()
+	b.exec(`
+		INSERT INTO webhook_events (provider, event_id, type, charge_id, outcome, payload, received_at)
+		SELECT 'sim', $1 || i, 'charge.succeeded', 'ch_' || $1 || i, 'applied', '{}', now() - $3::bigint * interval '1 millisecond'
+		FROM generate_series(1, $2::int) AS i`, prefix, n, age.Milliseconds())
+}
+
+// seedOutbox inserts one outbox row prefix||attempt id for each attempt,
+// published age ago, or never when age is nil (then created 60 days ago).
+func (b *bundle) seedOutbox(prefix string, attemptIDs []string, age *time.Duration) {
+	b.t.Helper()
+	var ms *int64
+	if age != nil {
+		v := age.Milliseconds()
+		ms = &v
+	}
+	b.exec(`
+		INSERT INTO outbox (id, type, payment_id, payload, created_at, published_at)
+		SELECT $1 || a, 'PaymentSucceeded', a, '{}', now() - interval '60 days', now() - $3::bigint * interval '1 millisecond'
+		FROM unnest($2::text[]) AS a`, prefix, attemptIDs, ms)
+}
+
+func (b *bundle) ids(query string) []string {
+	b.t.Helper()
+	rows, err := b.pool.Query(b.ctx, query)
+	require.NoError(b.t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		require.NoError(b.t, rows.Scan(&id))
+		out = append(out, id)
+	}
+	require.NoError(b.t, rows.Err())
+	return out
+}
+
+// GC deletes webhook events received, and outbox rows published, longer ago
+// than their retention, by the database clock, in batches; it never deletes
+// an unpublished outbox row, however old. A zero retention keeps nothing.
+func TestGCDeletesOldWebhookEventsAndPublishedOutboxRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const ttl, retention = 720 * time.Hour, 168 * time.Hour
+	b.seedWebhookEvents("evt_old_", 5, ttl+time.Hour)
+	b.seedWebhookEvents("evt_new_", 3, ttl-time.Hour)
+	b.seedAttempts("ob_", 10, []string{"SUCCEEDED"}, time.Hour) // keys not expired
+	old, recent, now := retention+time.Hour, retention-time.Hour, time.Duration(0)
+	b.seedOutbox("old_", []string{"ob_1", "ob_2"}, &old)
+	b.seedOutbox("recent_", []string{"ob_3", "ob_4"}, &recent)
+	b.seedOutbox("just_published_", []string{"ob_5"}, &now)
+	b.seedOutbox("unpublished_", []string{"ob_6", "ob_7", "ob_8"}, nil) // however old
+
+	r := b.reconciler(reconcile.Config{GCBatchSize: 2, WebhookEventTTL: ttl, OutboxRetention: retention})
+	rep, err := r.GC(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.GCReport{WebhookEventsDeleted: 5, OutboxDeleted: 2}, rep)
+	require.Equal(t, []string{"evt_new_1", "evt_new_2", "evt_new_3"}, b.ids(`SELECT event_id FROM webhook_events ORDER BY event_id`))
+	require.Equal(t, []string{"just_published_ob_5", "recent_ob_3", "recent_ob_4", "unpublished_ob_6", "unpublished_ob_7", "unpublished_ob_8"},
+		b.ids(`SELECT id FROM outbox ORDER BY id`))
+	require.Len(t, b.keyIDs(), 10, "no key expired")
+
+	rep, err = r.GC(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.GCReport{}, rep, "nothing more is old enough")
+
+	// Zero retention keeps nothing processed, and still every unpublished row.
+	rep, err = b.reconciler(reconcile.Config{GCBatchSize: 2}).GC(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.GCReport{WebhookEventsDeleted: 3, OutboxDeleted: 3}, rep)
+	require.Empty(t, b.ids(`SELECT event_id FROM webhook_events`))
+	require.Equal(t, []string{"unpublished_ob_6", "unpublished_ob_7", "unpublished_ob_8"}, b.ids(`SELECT id FROM outbox ORDER BY id`))
 }
 
 // With 100,000 final attempts and 100 due ones, the claim reads the partial
 // index of unresolved attempts instead of the table.
 func TestClaimUsesThePartialIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 100,000 attempts; skipped with -short")
+	}
 	t.Parallel()
 	b := setup(t)
 	b.seedAttempts("done_", 100_000, []string{"SUCCEEDED", "FAILED"}, time.Hour)

@@ -29,7 +29,7 @@ func TestRunResolvesFromTheProvider(t *testing.T) {
 	notDue := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded, nextCheck: ptr(time.Hour), checkCount: 2})
 	final := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded})
 
-	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
+	sum, err := b.reconciler(reconcile.Config{MinAge: reconcile.DefaultMinAge}).Run(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Summary{Checked: 4, Succeeded: 2, Failed: 2}, sum)
 
@@ -72,7 +72,7 @@ func TestRunResolvesFromTheProvider(t *testing.T) {
 	}
 
 	// Nothing is due any more: a second run checks nothing.
-	sum, err = b.reconciler(reconcile.Config{}).Run(b.ctx)
+	sum, err = b.reconciler(reconcile.Config{MinAge: reconcile.DefaultMinAge}).Run(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Summary{}, sum)
 }
@@ -360,6 +360,29 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 		}
 	}
 	require.Equal(t, 10-sum.Checked, handedBack)
+}
+
+// A zero MinAge is no minimum, not the default: an attempt that changed a
+// moment ago is checked (cmd/reconciler's --min-age 0s).
+func TestRunMinAgeZeroMeansNoMinimum(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.attempt(attemptOpts{status: attempts.Unknown, charge: chargeSucceeded})
+
+	sum, err := b.reconciler(reconcile.Config{MinAge: 0}).Run(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.Summary{Checked: 1, Succeeded: 1}, sum)
+	require.Equal(t, attempts.Succeeded, b.get(id).Status)
+}
+
+func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
+	c := reconcile.DefaultConfig()
+	require.NoError(t, c.Validate())
+	require.Equal(t, reconcile.DefaultMinAge, c.MinAge)
+	require.Equal(t, reconcile.DefaultJitter, c.Jitter)
+	require.Equal(t, reconcile.DefaultBatchSize, c.BatchSize)
+	require.Equal(t, reconcile.DefaultSchedule, c.Schedule)
 }
 
 func TestConfigValidate(t *testing.T) {

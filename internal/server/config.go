@@ -22,7 +22,10 @@ type Config struct {
 	OutboxRelay     bool
 	AutoMigrate     bool
 	ShutdownTimeout time.Duration
-	Failpoint       string
+	// ShutdownDrainDelay is how long, on SIGTERM, readiness answers 503
+	// while the listener still serves, before the drain (0: none).
+	ShutdownDrainDelay time.Duration
+	Failpoint          string
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -31,16 +34,17 @@ func Flags(s *envflag.Set) func() Config {
 	shared := settings.Register(s, "PostgreSQL URL; the database is created if missing")
 	addr := s.String("HTTP_ADDR", "127.0.0.1:8080", "listen address")
 	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets")
-	natsURL := s.String("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server for the outbox relay")
+	natsURL := s.URL("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server(s) for the outbox relay, comma-separated")
 	relay := s.Bool("OUTBOX_RELAY", true, "on: publish outbox events to JetStream; off: leave them in the table")
 	migrate := s.Bool("AUTO_MIGRATE", true, "run migrations at startup")
-	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long to drain in-flight requests on SIGTERM")
+	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long in-flight requests get to finish on SIGTERM, after the drain delay; then they are cut off")
+	drainDelay := s.Duration("SHUTDOWN_DRAIN_DELAY", 5*time.Second, "on SIGTERM, how long /readyz answers 503 while the listener still serves, before draining; 0s: none")
 	fp := s.String("PAYMENTSVC_FAILPOINT", "", "testing only: die at this failpoint")
 	return func() Config {
 		return Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
 			NATSURL: *natsURL, OutboxRelay: *relay, AutoMigrate: *migrate,
-			ShutdownTimeout: *shutdown, Failpoint: *fp,
+			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 		}
 	}
 }

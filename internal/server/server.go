@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
 	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/outbox"
+	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
@@ -29,13 +29,20 @@ func (c Config) Validate() error {
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
 	}
+	if c.ShutdownTimeout < 0 || c.ShutdownDrainDelay < 0 {
+		return fmt.Errorf("SHUTDOWN_TIMEOUT (%s) and SHUTDOWN_DRAIN_DELAY (%s) must not be negative", c.ShutdownTimeout, c.ShutdownDrainDelay)
+	}
+	if c.OutboxRelay && c.NATSURL == "" {
+		// Refused rather than left to the relay's default server.
+		return errors.New("NATS_URL is empty while OUTBOX_RELAY is on")
+	}
 	return nil
 }
 
 // Serve runs the service until ctx is cancelled (SIGINT/SIGTERM), then
-// drains: readiness turns 503, the listener closes, in-flight requests
-// (their provider calls and completing transactions included) finish within
-// ShutdownTimeout, and the relay stops.
+// drains (see drain): readiness turns 503 while the listener still serves
+// for ShutdownDrainDelay, then the listener closes and in-flight requests
+// get ShutdownTimeout to finish; then the relay stops.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -49,8 +56,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	pool := a.Pool
 	defer metrics.RegisterBacklog(a.Backlog, log)()
 	draining := new(atomic.Bool)
+	webhooks := webhook.NewHandler(pool, cfg.WebhookSecrets, log)
+	webhooks.SyncRefund = func(ctx context.Context, id string) error {
+		_, _, err := a.Payments.SyncRefund(ctx, id, payments.SyncOptions{Source: lifecycle.SourceWebhook})
+		return err
+	}
 	handler := api.New(api.Deps{
-		Pool: pool, Payments: a.Payments, Webhooks: webhook.NewHandler(pool, cfg.WebhookSecrets, log),
+		Pool: pool, Payments: a.Payments, Webhooks: webhooks,
 		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log,
 	})
 
@@ -58,8 +70,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	// No WriteTimeout: a create may legitimately take the whole retry budget.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv, conns := newHTTPServer(handler)
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
@@ -87,20 +98,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Not ready from before the line is logged, so whoever sees the line
-	// never gets a 200 from /readyz again.
-	draining.Store(true)
-	log.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if err2 := <-serveErr; !errors.Is(err2, http.ErrServerClosed) && err == nil {
-		err = err2
-	}
+	err = drain(srv, conns, serveErr, cfg, draining, log)
 	stopBG()
 	wg.Wait()
 	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		return err
 	}
 	log.Info("stopped")
 	return nil

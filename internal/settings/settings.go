@@ -29,12 +29,12 @@ type Shared struct {
 	BreakerCooldown time.Duration
 }
 
-// Register adds the shared settings to s (the credentials as secrets that -h
-// does not print) and returns a function that yields their parsed values.
+// Register adds the shared settings to s (the API key as a secret that -h
+// does not print, the URLs as URLs it prints without credentials) and returns a function that yields their parsed values.
 // databaseUsage describes DATABASE_URL for the binary at hand.
 func Register(s *envflag.Set, databaseUsage string) func() Shared {
-	dbURL := s.Secret("DATABASE_URL", DefaultDatabaseURL, databaseUsage)
-	provURL := s.String("PROVIDER_URL", "http://127.0.0.1:9300", "base URL of the payment provider")
+	dbURL := s.URL("DATABASE_URL", DefaultDatabaseURL, databaseUsage)
+	provURL := s.URL("PROVIDER_URL", "http://127.0.0.1:9300", "base URL of the payment provider")
 	provKey := s.Secret("PROVIDER_API_KEY", "sk_sim", "API key sent to the provider as Authorization: Bearer")
 	lockTTL := s.Duration("IDEMPOTENCY_LOCK_TTL", payments.DefaultLockTTL, "how long an in-progress key stays locked to its owner")
 	keyTTL := s.Duration("IDEMPOTENCY_KEY_TTL", payments.DefaultKeyTTL, "how long a key and its stored response are kept")
@@ -59,7 +59,7 @@ func (c Shared) Validate() error {
 	if c.BreakerFailures < 1 || c.BreakerCooldown <= 0 {
 		return errors.New("PROVIDER_BREAKER_FAILURES must be at least 1 and PROVIDER_BREAKER_COOLDOWN positive")
 	}
-	return nil
+	return c.Provider().Validate()
 }
 
 // Payments is the create path's and Sync's part of the settings.

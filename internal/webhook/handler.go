@@ -98,7 +98,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Error("webhook not recorded", "event_id", ev.ID, "type", ev.Type, "err", err)
 		metrics.WebhookOutcomes.WithLabelValues("error").Inc()
 		// 5xx: the provider retries, and the event id keeps the retry safe.
-		apperr.Write(w, apperr.New(apperr.Internal, "the event could not be recorded; retry"))
+		e := apperr.New(apperr.Internal, "the event could not be recorded; retry")
+		if db.IsUnavailable(err) {
+			e = apperr.NewDatabaseUnavailable()
+		}
+		apperr.Write(w, e)
 		return
 	}
 	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
