@@ -176,9 +176,9 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	for _, args := range [][]string{{}, {"run", "--min-age", "1m", "--batch-size", "10"}} {
 		r := reconciler(t, env, args...)
 		require.Equal(t, 0, r.code, r.stderr)
-		want := `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0}` + "\n"
+		want := `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}` + "\n"
 		if len(args) > 0 { // the second run finds nothing due
-			want = `{"checked":0,"succeeded":0,"failed":0,"still_unknown":0,"needs_review":0,"errors":0}` + "\n"
+			want = `{"checked":0,"succeeded":0,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}` + "\n"
 		}
 		require.Equal(t, want, r.stdout)
 		requireJSONLogs(t, r.stderr)
@@ -210,8 +210,8 @@ func TestGCPrintsWhatItDeleted(t *testing.T) {
 		SELECT 'ten_1', 'k-' || i, '\x00', 'pay_' || i, now() + interval '1 hour' * (1 - 2 * (i % 2)), 201, '{}' FROM generate_series(1, 6) AS i;
 		INSERT INTO webhook_events (provider, event_id, type, outcome, payload, received_at)
 		SELECT 'sim', 'evt_' || i, 'charge.succeeded', 'applied', '{}', now() - interval '1 hour' * i + interval '30 minutes' FROM generate_series(1, 50) AS i;
-		INSERT INTO outbox (id, type, payment_id, payload, created_at, published_at)
-		SELECT 'evt_out_' || i, 'PaymentSucceeded', 'pay_' || i, '{}', now() - interval '30 days',
+		INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, created_at, published_at)
+		SELECT 'evt_out_' || i, 'PaymentSucceeded', 'payments.succeeded', 'pay_' || i, 'pay_' || i, '{}', now() - interval '30 days',
 		       CASE WHEN i <= 4 THEN now() - interval '1 minute' * i END FROM generate_series(1, 6) AS i`)
 	require.NoError(t, err)
 	env := []string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL, "WEBHOOK_EVENT_TTL=24h", "OUTBOX_RETENTION=1000h"}
@@ -265,7 +265,7 @@ func TestRunMinAgeZeroResolvesAJustStuckPayment(t *testing.T) {
 
 		r := reconciler(t, append([]string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL}, c.env...), c.args...)
 		require.Equal(t, 0, r.code, "%s: %s", c.name, r.stderr)
-		require.Equal(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0}`+"\n", r.stdout, c.name)
+		require.Equal(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}`+"\n", r.stdout, c.name)
 		var status string
 		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM payment_attempts WHERE id = $1`, "pay_"+c.name).Scan(&status))
 		require.Equal(t, "SUCCEEDED", status, c.name)

@@ -262,7 +262,13 @@ func TestListPaymentsByOrder(t *testing.T) {
 
 	r = b.get(b.a, "/v1/payments?order_id=o-none")
 	require.Equal(t, http.StatusOK, r.status)
-	require.JSONEq(t, `{"data":[]}`, string(r.raw))
+	require.JSONEq(t, `{"data":[],"has_more":false}`, string(r.raw))
 
-	requireProblem(t, b.get(b.a, "/v1/payments"), http.StatusBadRequest, "invalid_request")
+	// Without order_id: every payment of the tenant, newest first.
+	r = b.get(b.a, "/v1/payments")
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
+	require.Len(t, r.json["data"].([]any), 3)
+	require.Equal(t, false, r.json["has_more"])
+	requireProblem(t, b.get(b.a, "/v1/payments?limit=0"), http.StatusBadRequest, "invalid_request")
+	requireProblem(t, b.get(b.a, "/v1/payments?starting_after=pay_nobody"), http.StatusBadRequest, "invalid_request")
 }

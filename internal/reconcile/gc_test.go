@@ -97,8 +97,8 @@ func (b *bundle) seedOutbox(prefix string, attemptIDs []string, age *time.Durati
 		ms = &v
 	}
 	b.exec(`
-		INSERT INTO outbox (id, type, payment_id, payload, created_at, published_at)
-		SELECT $1 || a, 'PaymentSucceeded', a, '{}', now() - interval '60 days', now() - $3::bigint * interval '1 millisecond'
+		INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, created_at, published_at)
+		SELECT $1 || a, 'PaymentSucceeded', 'payments.succeeded', a, a, '{}', now() - interval '60 days', now() - $3::bigint * interval '1 millisecond'
 		FROM unnest($2::text[]) AS a`, prefix, attemptIDs, ms)
 }
 

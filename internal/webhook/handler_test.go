@@ -195,7 +195,7 @@ func TestTransitions(t *testing.T) {
 		eq(t, deref(got.FailureCode), "insufficient_funds", "failure code")
 		eq(t, deref(got.ProviderChargeID), chargeID, "charge id")
 		eq(t, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND from_status = 'UNKNOWN' AND to_status = 'FAILED' AND source = 'webhook'`, a.ID), 1, "webhook audit rows")
-		eq(t, b.outbox(a.ID), 0, "outbox rows")
+		eq(t, b.outbox(a.ID), 1, "outbox rows (PaymentFailed)")
 		eq(t, b.outcome(ev.ID), outcomeApplied, "outcome")
 	})
 	t.Run("PENDING to FAILED without a failure code", func(t *testing.T) {
@@ -255,7 +255,7 @@ func TestReportsThatChangeNothing(t *testing.T) {
 			eq(t, got.Status, tc.status, "status")
 			eq(t, got.UpdatedAt, a.UpdatedAt, "updated_at")
 			eq(t, b.allAudits(a.ID), audits, "audit rows")
-			eq(t, b.outbox(a.ID), map[bool]int{true: 1, false: 0}[tc.status == attempts.Succeeded], "outbox rows")
+			eq(t, b.outbox(a.ID), map[bool]int{true: 1, false: 0}[tc.status.Final()], "outbox rows (its final event)")
 			eq(t, b.outcome(ev.ID), tc.outcome, "outcome")
 			want := 0
 			if tc.anomaly != "" {
