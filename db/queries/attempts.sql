@@ -1,9 +1,9 @@
 -- name: AttemptInsert :one
 INSERT INTO payment_attempts (
     id, tenant_id, order_id, idempotency_key, amount, currency,
-    payment_method, description, metadata, status
+    payment_method, description, metadata, status, route
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED'
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10
 )
 RETURNING *;
 
@@ -31,9 +31,12 @@ SELECT * FROM payment_attempts WHERE id = $1 FOR UPDATE;
 -- Transition moves an attempt only if it is still in the status the caller
 -- read, so two racing writers cannot both win; the caller writes the audit
 -- row in the same transaction when a row comes back.
+-- A transition to PENDING names the provider about to be called: it is
+-- committed before the call (provider stays as it is otherwise).
 -- name: AttemptTransition :one
 UPDATE payment_attempts
 SET status             = sqlc.arg(to_status),
+    provider           = COALESCE(sqlc.narg(provider), provider),
     provider_charge_id = COALESCE(sqlc.narg(provider_charge_id), provider_charge_id),
     failure_code       = COALESCE(sqlc.narg(failure_code), failure_code),
     updated_at         = now()

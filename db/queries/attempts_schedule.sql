@@ -46,7 +46,7 @@ WHERE id = ANY (sqlc.arg(ids)::text[]) AND status IN ('CREATED', 'PENDING', 'UNK
 -- AttemptListForSettle returns what settlement compares of the attempts that
 -- a day's provider charges name.
 -- name: AttemptListForSettle :many
-SELECT id, status, provider_charge_id, amount, currency
+SELECT id, status, provider, provider_charge_id, amount, currency
 FROM payment_attempts
 WHERE id = ANY (sqlc.arg(ids)::text[]);
 
@@ -54,7 +54,7 @@ WHERE id = ANY (sqlc.arg(ids)::text[]);
 -- the SUCCEEDED attempts created in [from_time, to_time), for settlement's
 -- "missing at the provider" check. Once a day, over one day of attempts.
 -- name: AttemptListSucceededCreatedBetween :many
-SELECT id, provider_charge_id, amount, currency, created_at
+SELECT id, provider, provider_charge_id, amount, currency, created_at
 FROM payment_attempts
 WHERE status = 'SUCCEEDED'
   AND created_at >= sqlc.arg(from_time) AND created_at < sqlc.arg(to_time)

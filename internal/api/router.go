@@ -26,7 +26,7 @@ import (
 type Deps struct {
 	Pool     *db.Pool
 	Payments *payments.Service
-	Webhooks http.Handler // POST /v1/webhooks/sim
+	Webhooks http.Handler // POST /v1/webhooks/{provider}
 	OpenAPI  []byte       // served at /openapi.yaml
 	Draining *atomic.Bool // set during shutdown: /readyz answers 503
 	Log      *slog.Logger
@@ -61,7 +61,7 @@ func New(d Deps) http.Handler {
 		_, _ = w.Write(s.OpenAPI)
 	})
 	if s.Webhooks != nil {
-		r.Method(http.MethodPost, "/v1/webhooks/sim", s.Webhooks)
+		r.Method(http.MethodPost, "/v1/webhooks/{provider}", s.Webhooks)
 	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)

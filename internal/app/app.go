@@ -28,9 +28,9 @@ type Options struct {
 
 // App is the wired service.
 type App struct {
-	Pool     *db.Pool
-	Provider *provider.Resilient
-	Payments *payments.Service
+	Pool      *db.Pool
+	Providers []*provider.Resilient // in their default routing order
+	Payments  *payments.Service
 }
 
 // Open connects to the database (creating and migrating it as opt says) and
@@ -40,15 +40,23 @@ func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	prov := provider.NewResilient(
-		provider.NewHTTPClient("sim", s.ProviderURL, s.ProviderAPIKey, provider.PooledHTTP()),
-		s.Provider(), log)
-	svc, err := payments.NewService(pool, prov, s.Payments(), log)
+	// One HTTP client (its connection pools are per host), and one breaker
+	// and retry budget per provider.
+	httpClient := provider.PooledHTTP()
+	var (
+		provs []*provider.Resilient
+		ps    []payments.Provider
+	)
+	for _, setting := range s.Providers {
+		r := provider.NewResilient(provider.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient), s.Provider(), log)
+		provs, ps = append(provs, r), append(ps, r)
+	}
+	svc, err := payments.NewRouted(pool, ps, s.Payments(), log)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &App{Pool: pool, Provider: prov, Payments: svc}, nil
+	return &App{Pool: pool, Providers: provs, Payments: svc}, nil
 }
 
 // Close closes the pool.

@@ -20,7 +20,8 @@ type Attempt struct {
 	Description      *string
 	Metadata         map[string]string
 	Status           Status
-	Provider         string
+	Provider         *string  // the provider it is at; nil while none has been chosen
+	Route            []string // the providers it may go to, in order, fixed at creation
 	ProviderChargeID *string
 	FailureCode      *string
 	AmountReserved   int64 // the sum of its refunds that are not FAILED
@@ -40,7 +41,7 @@ type Payment struct {
 	Amount           int64             `json:"amount"`
 	Currency         string            `json:"currency"`
 	Status           Status            `json:"status"`
-	Provider         string            `json:"provider"`
+	Provider         *string           `json:"provider"`
 	ProviderChargeID *string           `json:"provider_charge_id"`
 	FailureCode      *string           `json:"failure_code"`
 	AmountRefunded   int64             `json:"amount_refunded"`
@@ -60,6 +61,14 @@ func (a Attempt) Public() Payment {
 		Description: a.Description, Metadata: a.Metadata,
 		CreatedAt: a.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: a.UpdatedAt.UTC().Truncate(time.Second),
 	}
+}
+
+// ProviderName is the provider the attempt is at, "" while none is chosen.
+func (a Attempt) ProviderName() string {
+	if a.Provider == nil {
+		return ""
+	}
+	return *a.Provider
 }
 
 // Refundable is what refunds may still take of the payment: its amount
@@ -83,7 +92,7 @@ func fromRow(r db.PaymentAttempt) Attempt {
 	a := Attempt{
 		ID: r.ID, TenantID: r.TenantID, OrderID: r.OrderID, IdempotencyKey: r.IdempotencyKey,
 		Amount: r.Amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
-		Description: r.Description, Status: Status(r.Status), Provider: r.Provider,
+		Description: r.Description, Status: Status(r.Status), Provider: r.Provider, Route: r.Route,
 		ProviderChargeID: r.ProviderChargeID, FailureCode: r.FailureCode,
 		AmountReserved: r.AmountReserved, AmountRefunded: r.AmountRefunded,
 		CheckCount: int(r.CheckCount), NextCheckAt: r.NextCheckAt, NeedsReview: r.NeedsReview,

@@ -18,6 +18,9 @@ type New struct {
 	PaymentMethod  string
 	Description    *string
 	Metadata       map[string]string
+	// Route is the providers the payment may go to, in order (the tenant's
+	// rule for its currency, else the default order), fixed at creation.
+	Route []string
 }
 
 // Insert creates the attempt in CREATED with its first audit row, in the
@@ -34,7 +37,7 @@ func Insert(ctx context.Context, tx db.DBTX, n New) (Attempt, error) {
 	row, err := db.Q.AttemptInsert(ctx, tx, db.AttemptInsertParams{
 		ID: n.ID, TenantID: n.TenantID, OrderID: n.OrderID, IdempotencyKey: n.IdempotencyKey,
 		Amount: n.Amount, Currency: n.Currency, PaymentMethod: n.PaymentMethod,
-		Description: n.Description, Metadata: meta,
+		Description: n.Description, Metadata: meta, Route: append([]string{}, n.Route...),
 	})
 	if err != nil {
 		return Attempt{}, translate(err)

@@ -13,6 +13,7 @@ import (
 type Settled struct {
 	ID        string
 	Status    Status
+	Provider  string // "" when none was chosen
 	ChargeID  string // "" when none recorded
 	Amount    int64
 	Currency  string
@@ -27,7 +28,7 @@ func ListForSettlement(ctx context.Context, q db.DBTX, ids []string) ([]Settled,
 	}
 	out := make([]Settled, len(rows))
 	for i, r := range rows {
-		out[i] = Settled{ID: r.ID, Status: Status(r.Status), ChargeID: deref(r.ProviderChargeID), Amount: r.Amount, Currency: r.Currency}
+		out[i] = Settled{ID: r.ID, Status: Status(r.Status), Provider: deref(r.Provider), ChargeID: deref(r.ProviderChargeID), Amount: r.Amount, Currency: r.Currency}
 	}
 	return out, nil
 }
@@ -45,7 +46,7 @@ func ListSucceededCreatedBetween(ctx context.Context, q db.DBTX, from, to, after
 	out := make([]Settled, len(rows))
 	for i, r := range rows {
 		out[i] = Settled{
-			ID: r.ID, Status: Succeeded, ChargeID: deref(r.ProviderChargeID),
+			ID: r.ID, Status: Succeeded, Provider: deref(r.Provider), ChargeID: deref(r.ProviderChargeID),
 			Amount: r.Amount, Currency: r.Currency, CreatedAt: r.CreatedAt,
 		}
 	}

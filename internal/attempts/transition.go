@@ -19,6 +19,7 @@ const (
 type Change struct {
 	ID          string
 	To          Status
+	Provider    string // for PENDING: the provider about to be called
 	ChargeID    string // provider charge id, when known
 	FailureCode string // for FAILED
 	Source      Source
@@ -48,7 +49,7 @@ func Update(ctx context.Context, tx db.DBTX, id string, decide Decide) (Attempt,
 	}
 	c.ID = id
 	row, err = db.Q.AttemptTransition(ctx, tx, db.AttemptTransitionParams{
-		ID: id, FromStatus: string(a.Status), ToStatus: string(c.To),
+		ID: id, FromStatus: string(a.Status), ToStatus: string(c.To), Provider: nonEmpty(c.Provider),
 		ProviderChargeID: nonEmpty(c.ChargeID), FailureCode: nonEmpty(c.FailureCode),
 	})
 	if err != nil {

@@ -163,7 +163,7 @@ func (q *Queries) AttemptEventList(ctx context.Context, db DBTX, attemptID strin
 }
 
 const attemptGetByChargeID = `-- name: AttemptGetByChargeID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE provider_charge_id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE provider_charge_id = $1
 `
 
 func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerChargeID *string) (PaymentAttempt, error) {
@@ -190,12 +190,13 @@ func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerCha
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -222,12 +223,13 @@ func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (Payme
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptGetForTenant = `-- name: AttemptGetForTenant :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE tenant_id = $1 AND id = $2
 `
 
 type AttemptGetForTenantParams struct {
@@ -259,12 +261,13 @@ func (q *Queries) AttemptGetForTenant(ctx context.Context, db DBTX, arg AttemptG
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptGetForTenantForUpdate = `-- name: AttemptGetForTenantForUpdate :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type AttemptGetForTenantForUpdateParams struct {
@@ -296,12 +299,13 @@ func (q *Queries) AttemptGetForTenantForUpdate(ctx context.Context, db DBTX, arg
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptGetForUpdate = `-- name: AttemptGetForUpdate :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -328,12 +332,13 @@ func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptGetLiveForOrder = `-- name: AttemptGetLiveForOrder :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2 AND status <> 'FAILED'
 `
 
@@ -366,6 +371,7 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
@@ -373,11 +379,11 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 const attemptInsert = `-- name: AttemptInsert :one
 INSERT INTO payment_attempts (
     id, tenant_id, order_id, idempotency_key, amount, currency,
-    payment_method, description, metadata, status
+    payment_method, description, metadata, status, route
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED'
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10
 )
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
 `
 
 type AttemptInsertParams struct {
@@ -390,6 +396,7 @@ type AttemptInsertParams struct {
 	PaymentMethod  string
 	Description    *string
 	Metadata       json.RawMessage
+	Route          []string
 }
 
 func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertParams) (PaymentAttempt, error) {
@@ -403,6 +410,7 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		arg.PaymentMethod,
 		arg.Description,
 		arg.Metadata,
+		arg.Route,
 	)
 	var i PaymentAttempt
 	err := row.Scan(
@@ -426,12 +434,13 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }
 
 const attemptListByOrder = `-- name: AttemptListByOrder :many
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2
 ORDER BY created_at, id
 `
@@ -471,6 +480,7 @@ func (q *Queries) AttemptListByOrder(ctx context.Context, db DBTX, arg AttemptLi
 			&i.UpdatedAt,
 			&i.AmountReserved,
 			&i.AmountRefunded,
+			&i.Route,
 		); err != nil {
 			return nil, err
 		}
@@ -483,7 +493,7 @@ func (q *Queries) AttemptListByOrder(ctx context.Context, db DBTX, arg AttemptLi
 }
 
 const attemptListPage = `-- name: AttemptListPage :many
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR order_id = $2::text)
   AND (NOT $3::boolean
@@ -542,6 +552,7 @@ func (q *Queries) AttemptListPage(ctx context.Context, db DBTX, arg AttemptListP
 			&i.UpdatedAt,
 			&i.AmountReserved,
 			&i.AmountRefunded,
+			&i.Route,
 		); err != nil {
 			return nil, err
 		}
@@ -631,15 +642,17 @@ func (q *Queries) AttemptTouch(ctx context.Context, db DBTX, id string) error {
 const attemptTransition = `-- name: AttemptTransition :one
 UPDATE payment_attempts
 SET status             = $1,
-    provider_charge_id = COALESCE($2, provider_charge_id),
-    failure_code       = COALESCE($3, failure_code),
+    provider           = COALESCE($2, provider),
+    provider_charge_id = COALESCE($3, provider_charge_id),
+    failure_code       = COALESCE($4, failure_code),
     updated_at         = now()
-WHERE id = $4 AND status = $5
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded
+WHERE id = $5 AND status = $6
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
 `
 
 type AttemptTransitionParams struct {
 	ToStatus         string
+	Provider         *string
 	ProviderChargeID *string
 	FailureCode      *string
 	ID               string
@@ -649,9 +662,12 @@ type AttemptTransitionParams struct {
 // Transition moves an attempt only if it is still in the status the caller
 // read, so two racing writers cannot both win; the caller writes the audit
 // row in the same transaction when a row comes back.
+// A transition to PENDING names the provider about to be called: it is
+// committed before the call (provider stays as it is otherwise).
 func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTransitionParams) (PaymentAttempt, error) {
 	row := db.QueryRow(ctx, attemptTransition,
 		arg.ToStatus,
+		arg.Provider,
 		arg.ProviderChargeID,
 		arg.FailureCode,
 		arg.ID,
@@ -679,6 +695,7 @@ func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTra
 		&i.UpdatedAt,
 		&i.AmountReserved,
 		&i.AmountRefunded,
+		&i.Route,
 	)
 	return i, err
 }

@@ -76,7 +76,7 @@ func (q *Queries) AttemptClaimDue(ctx context.Context, db DBTX, arg AttemptClaim
 }
 
 const attemptListForSettle = `-- name: AttemptListForSettle :many
-SELECT id, status, provider_charge_id, amount, currency
+SELECT id, status, provider, provider_charge_id, amount, currency
 FROM payment_attempts
 WHERE id = ANY ($1::text[])
 `
@@ -84,6 +84,7 @@ WHERE id = ANY ($1::text[])
 type AttemptListForSettleRow struct {
 	ID               string
 	Status           string
+	Provider         *string
 	ProviderChargeID *string
 	Amount           int64
 	Currency         string
@@ -103,6 +104,7 @@ func (q *Queries) AttemptListForSettle(ctx context.Context, db DBTX, ids []strin
 		if err := rows.Scan(
 			&i.ID,
 			&i.Status,
+			&i.Provider,
 			&i.ProviderChargeID,
 			&i.Amount,
 			&i.Currency,
@@ -118,7 +120,7 @@ func (q *Queries) AttemptListForSettle(ctx context.Context, db DBTX, ids []strin
 }
 
 const attemptListSucceededCreatedBetween = `-- name: AttemptListSucceededCreatedBetween :many
-SELECT id, provider_charge_id, amount, currency, created_at
+SELECT id, provider, provider_charge_id, amount, currency, created_at
 FROM payment_attempts
 WHERE status = 'SUCCEEDED'
   AND created_at >= $1 AND created_at < $2
@@ -137,6 +139,7 @@ type AttemptListSucceededCreatedBetweenParams struct {
 
 type AttemptListSucceededCreatedBetweenRow struct {
 	ID               string
+	Provider         *string
 	ProviderChargeID *string
 	Amount           int64
 	Currency         string
@@ -163,6 +166,7 @@ func (q *Queries) AttemptListSucceededCreatedBetween(ctx context.Context, db DBT
 		var i AttemptListSucceededCreatedBetweenRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.Provider,
 			&i.ProviderChargeID,
 			&i.Amount,
 			&i.Currency,

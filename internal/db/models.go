@@ -60,7 +60,7 @@ type PaymentAttempt struct {
 	Description      *string
 	Metadata         json.RawMessage
 	Status           string
-	Provider         string
+	Provider         *string
 	ProviderChargeID *string
 	FailureCode      *string
 	CheckCount       int32
@@ -70,6 +70,7 @@ type PaymentAttempt struct {
 	UpdatedAt        time.Time
 	AmountReserved   int64
 	AmountRefunded   int64
+	Route            []string
 }
 
 type PaymentAttemptEvent struct {
@@ -110,6 +111,12 @@ type RefundEvent struct {
 	Source     string
 	Reason     string
 	CreatedAt  time.Time
+}
+
+type RoutingRule struct {
+	TenantID  string
+	Rules     json.RawMessage
+	UpdatedAt time.Time
 }
 
 type Tenant struct {

@@ -81,6 +81,13 @@ func (s *Set) URL(env, def, usage string) *string {
 	return s.String(env, def, usage)
 }
 
+// Lookup reads environment variable name the way the set does, for
+// settings whose names are not known in advance (PROVIDER_API_KEY_<NAME>).
+func (s *Set) Lookup(name string) (string, bool) {
+	v, ok := s.lookup(name)
+	return v, ok && v != ""
+}
+
 // FlagSet exposes the underlying flag set, for usage text and extra flags.
 func (s *Set) FlagSet() *flag.FlagSet { return s.fs }
 

@@ -47,21 +47,21 @@ var (
 // Provider.
 var (
 	ProviderCalls = register(prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paymentsvc_provider_calls_total", Help: "HTTP calls to the provider by operation and result.",
-	}, []string{"op", "result"}))
+		Name: "paymentsvc_provider_calls_total", Help: "HTTP calls to a provider by provider, operation and result.",
+	}, []string{"provider", "op", "result"}))
 	ProviderCallDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "paymentsvc_provider_call_duration_seconds", Help: "Latency of single HTTP calls to the provider.",
+		Name: "paymentsvc_provider_call_duration_seconds", Help: "Latency of single HTTP calls to a provider.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2, 3, 5, 10},
-	}, []string{"op"}))
+	}, []string{"provider", "op"}))
 	ProviderRetries = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentsvc_provider_retries_total", Help: "Provider calls retried after a retryable failure.",
-	}, []string{"op"}))
+	}, []string{"provider", "op"}))
 	ProviderChargeOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paymentsvc_provider_charge_outcomes_total", Help: "Charge outcomes: succeeded, declined, unknown, not_sent.",
-	}, []string{"outcome"}))
+		Name: "paymentsvc_provider_charge_outcomes_total", Help: "Charge outcomes by provider: succeeded, declined, unknown, not_sent.",
+	}, []string{"provider", "outcome"}))
 	ProviderRefundOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paymentsvc_provider_refund_outcomes_total", Help: "Refund call outcomes: succeeded, declined (refused), unknown, not_sent.",
-	}, []string{"outcome"}))
+		Name: "paymentsvc_provider_refund_outcomes_total", Help: "Refund call outcomes by provider: succeeded, declined (refused), unknown, not_sent.",
+	}, []string{"provider", "outcome"}))
 	BreakerState = register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "paymentsvc_provider_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
 	}, []string{"provider"}))

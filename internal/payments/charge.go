@@ -22,7 +22,7 @@ var _ kind = charges{}
 func (charges) name() string { return "payment" }
 
 func paymentSubject(a attempts.Attempt) subject {
-	sub := subject{id: a.ID, status: a.Status, rec: a}
+	sub := subject{id: a.ID, status: a.Status, provider: a.ProviderName(), rec: a}
 	if a.ProviderChargeID != nil {
 		sub.providerID = *a.ProviderChargeID
 	}
@@ -43,7 +43,8 @@ func (charges) touch(ctx context.Context, q db.DBTX, id string) error {
 
 func (charges) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
 	a, ok, err := attempts.Transition(ctx, tx, attempts.Change{
-		ID: c.id, To: c.to, ChargeID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason,
+		ID: c.id, To: c.to, Provider: c.provider, ChargeID: c.providerID, FailureCode: c.failureCode,
+		Source: c.source, Reason: c.reason,
 	})
 	if err != nil {
 		return subject{}, false, err
@@ -71,16 +72,33 @@ func replyFor(a attempts.Attempt) (Reply, error) {
 	return Reply{Code: StatusCode(a.Status), Body: body, PaymentID: a.ID}, nil
 }
 
-func (k charges) call(ctx context.Context, sub subject) provider.Result {
+// candidates: a payment that never reached a provider goes along its route
+// (fixed at creation; the default order for payments older than routes);
+// one that may have reached its provider stays there.
+func (k charges) candidates(sub subject) []string {
+	if sub.status != attempts.Created {
+		return []string{sub.provider}
+	}
+	if route := sub.rec.(attempts.Attempt).Route; len(route) > 0 {
+		return route
+	}
+	return k.s.ProviderNames()
+}
+
+func (charges) call(ctx context.Context, sub subject, p Provider) provider.Result {
 	a := sub.rec.(attempts.Attempt)
-	return k.s.provider.CreateCharge(ctx, provider.ChargeRequest{
+	return p.CreateCharge(ctx, provider.ChargeRequest{
 		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod,
 		Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
 	})
 }
 
 func (k charges) lookup(ctx context.Context, sub subject) (found, error) {
-	ch, err := k.s.provider.ChargeByKey(ctx, attempts.ProviderKey(sub.id))
+	p, err := k.s.Provider(sub.provider)
+	if err != nil {
+		return found{}, err
+	}
+	ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(sub.id))
 	if err != nil {
 		return found{}, err
 	}

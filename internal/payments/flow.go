@@ -27,6 +27,7 @@ import (
 type subject struct {
 	id         string
 	status     lifecycle.Status
+	provider   string // the provider it is at, "" while none is chosen
 	providerID string // the provider's charge or refund id, "" if none is recorded
 	rec        any    // the kind's record: attempts.Attempt or refunds.Refund
 }
@@ -35,6 +36,7 @@ type subject struct {
 type change struct {
 	id          string
 	to          lifecycle.Status
+	provider    string // for PENDING: the provider about to be called
 	providerID  string // the provider's charge or refund id, when known
 	failureCode string // for FAILED
 	source      lifecycle.Source
@@ -63,8 +65,12 @@ type kind interface {
 	conflict(ctx context.Context, tx db.DBTX, s subject, c change) error
 	// reply is the answer for the subject as it is.
 	reply(s subject) (Reply, error)
-	// call asks the provider to charge or refund (with the derived key).
-	call(ctx context.Context, s subject) provider.Result
+	// candidates are the providers a call of s may go to, in order: a
+	// payment that never reached a provider (CREATED) may go along its
+	// route; anything else is pinned to the provider it is at.
+	candidates(s subject) []string
+	// call asks provider p to charge or refund (with the derived key).
+	call(ctx context.Context, s subject, p Provider) provider.Result
 	// lookup asks the provider what it holds under the derived key;
 	// provider.ErrNotFound if nothing.
 	lookup(ctx context.Context, s subject) (found, error)
@@ -106,7 +112,14 @@ func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, 
 	return Reply{}, false, nil
 }
 
-// drive continues subject s from its status while holding the key's lock.
+// drive continues subject sub from its status while holding the key's lock.
+//
+// A subject goes to the first of its candidates whose breaker is not open.
+// It moves on to the next only when the call was not sent (no connection
+// obtained for any try): the provider is committed with PENDING before each
+// call, and a call that was not sent takes it back to CREATED (not_sent)
+// first, so the audit trail shows every hop. Anything else pins it to that
+// provider for good. All of it within one retry budget.
 func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject) (Reply, error) {
 	// From here on, work that may have charged (or refunded) must finish
 	// even if the client hangs up.
@@ -114,37 +127,57 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 	if sub.status.Final() {
 		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: lifecycle.SourceAPI})
 	}
-	if s.provider.BreakerOpen() {
-		return s.unavailable(ctx, lock)
-	}
-	committedPending, err := s.markCalling(ctx, k, lock, sub)
-	if err != nil {
-		if errors.Is(err, errLostLock) {
-			// Another owner (or the reconciler, which failed it as abandoned)
-			// took the key while we stalled: call nothing.
-			return s.current(ctx, k, sub.id)
-		}
-		return Reply{}, err
-	}
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
 	defer cancel()
-	r := k.call(callCtx, sub)
-	c := change{id: sub.id, source: lifecycle.SourceAPI}
-	switch r.Outcome {
-	case provider.Succeeded:
-		failpoint.Hit(k.failpoints().afterCall)
-		c.to, c.reason = lifecycle.Succeeded, "provider succeeded"
-		c.providerID = providerIDOf(r)
-	case provider.Declined:
-		c.to, c.failureCode, c.reason = lifecycle.Failed, r.DeclineCode, "provider declined"
-		c.providerID = providerIDOf(r)
-	case provider.NotSent:
-		return s.notSent(ctx, k, lock, sub.id, committedPending)
-	default:
-		s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "tries", r.Tries, "err", r.Err)
-		c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+	for _, name := range k.candidates(sub) {
+		p, err := s.Provider(name)
+		if err != nil {
+			return Reply{}, err
+		}
+		if p.BreakerOpen() {
+			continue // refused before anything is sent: the next one
+		}
+		committedPending, err := s.markCalling(ctx, k, lock, sub, name)
+		if err != nil {
+			if errors.Is(err, errLostLock) {
+				// Another owner (or the reconciler, which failed it as
+				// abandoned) took the key while we stalled: call nothing.
+				return s.current(ctx, k, sub.id)
+			}
+			return Reply{}, err
+		}
+		r := k.call(callCtx, sub, p)
+		c := change{id: sub.id, source: lifecycle.SourceAPI}
+		switch r.Outcome {
+		case provider.Succeeded:
+			failpoint.Hit(k.failpoints().afterCall)
+			c.to, c.reason = lifecycle.Succeeded, "provider "+name+" succeeded"
+			c.providerID = providerIDOf(r)
+		case provider.Declined:
+			c.to, c.failureCode, c.reason = lifecycle.Failed, r.DeclineCode, "provider "+name+" declined"
+			c.providerID = providerIDOf(r)
+		case provider.NotSent:
+			if !committedPending {
+				// Pinned here by an earlier request whose call may have
+				// reached the provider: it stays as it is.
+				return s.unavailable(ctx, lock)
+			}
+			s.log.Warn("provider call not sent; trying the next provider", k.name()+"_id", sub.id, "provider", name, "err", r.Err)
+			if sub, err = s.returnNotSent(ctx, k, lock, sub.id, name); err != nil {
+				if errors.Is(err, errLostLock) {
+					return s.current(ctx, k, sub.id)
+				}
+				return Reply{}, err
+			}
+			continue
+		default:
+			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
+			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+		}
+		return s.finish(ctx, k, lock, c)
 	}
-	return s.finish(ctx, k, lock, c)
+	// No provider could be reached: nothing was sent anywhere.
+	return s.unavailable(ctx, lock)
 }
 
 func providerIDOf(r provider.Result) string {
@@ -172,7 +205,7 @@ func unknownReason(err error) string {
 // the database (a pool connection, a row lock), the lock outlives the
 // provider call that starts now. committedPending reports whether this call
 // moved the subject from CREATED to PENDING.
-func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject) (committedPending bool, err error) {
+func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject, providerName string) (committedPending bool, err error) {
 	err = s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		if sub.status != lifecycle.Created {
 			if err := k.touch(ctx, tx, sub.id); err != nil {
@@ -180,7 +213,8 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 			}
 		} else {
 			now, ok, err := k.move(ctx, tx, change{
-				id: sub.id, to: lifecycle.Pending, source: lifecycle.SourceAPI, reason: "calling provider",
+				id: sub.id, to: lifecycle.Pending, provider: providerName,
+				source: lifecycle.SourceAPI, reason: "calling provider " + providerName,
 			})
 			if err != nil {
 				return err
@@ -206,22 +240,28 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 	return committedPending, nil
 }
 
-// notSent answers a request none of whose provider calls was sent (the
-// breaker refused the call after our check): 503, key released, nothing
-// charged. If this request committed PENDING, the subject goes back to
-// CREATED (not_sent), so a refused request never leaves it PENDING. One that
-// was PENDING or UNKNOWN before this request stays as it is: an earlier
-// request's call may have reached the provider.
-func (s *Service) notSent(ctx context.Context, k kind, lock idempotency.Lock, id string, committedPending bool) (Reply, error) {
-	if !committedPending {
-		return s.unavailable(ctx, lock)
-	}
-	// finish releases the key: CREATED is not final.
-	_, err := s.finish(ctx, k, lock, change{id: id, to: lifecycle.Created, source: lifecycle.SourceAPI, reason: lifecycle.ReasonNotSent})
+// returnNotSent takes a subject this request moved to PENDING back to
+// CREATED (not_sent) once its call provably never reached the provider, so
+// that it may go to another provider, or stay CREATED if none is left. The
+// key stays held.
+func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lock, id, providerName string) (subject, error) {
+	var sub subject
+	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
+		var err error
+		sub, _, err = k.move(ctx, tx, change{
+			id: id, to: lifecycle.Created, source: lifecycle.SourceAPI,
+			reason: lifecycle.ReasonNotSent,
+		})
+		return err
+	})
 	if err != nil {
-		return Reply{}, err
+		return subject{}, err
 	}
-	return Reply{}, s.unavailableError()
+	if sub.status != lifecycle.Created {
+		return subject{}, fmt.Errorf("%s %s is %s after not_sent", k.name(), id, sub.status)
+	}
+	k.counted(lifecycle.Created, lifecycle.SourceAPI)
+	return sub, nil
 }
 
 // unavailable releases the key without a response and answers 503.

@@ -98,7 +98,7 @@ func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (
 	if p.ProviderChargeID != nil {
 		rec.chargeID = *p.ProviderChargeID
 	}
-	sub := subject{id: r.ID, status: r.Status, rec: rec}
+	sub := subject{id: r.ID, status: r.Status, provider: r.Provider, rec: rec}
 	if r.ProviderRefundID != nil {
 		sub.providerID = *r.ProviderRefundID
 	}
@@ -150,15 +150,22 @@ func refundReply(r refunds.Refund) (Reply, error) {
 	return Reply{Code: StatusCode(r.Status), Body: body, PaymentID: r.PaymentID, RefundID: r.ID}, nil
 }
 
-func (k refundsKind) call(ctx context.Context, sub subject) provider.Result {
+// candidates: a refund goes to its payment's provider alone.
+func (refundsKind) candidates(sub subject) []string { return []string{sub.provider} }
+
+func (refundsKind) call(ctx context.Context, sub subject, p Provider) provider.Result {
 	rec := sub.rec.(refundRecord)
-	return k.s.provider.CreateRefund(ctx, provider.RefundRequest{
+	return p.CreateRefund(ctx, provider.RefundRequest{
 		ChargeID: rec.chargeID, Amount: rec.Amount, Reference: rec.ID, IdempotencyKey: refunds.ProviderKey(rec.ID),
 	})
 }
 
 func (k refundsKind) lookup(ctx context.Context, sub subject) (found, error) {
-	re, err := k.s.provider.RefundByKey(ctx, refunds.ProviderKey(sub.id))
+	p, err := k.s.Provider(sub.provider)
+	if err != nil {
+		return found{}, err
+	}
+	re, err := p.RefundByKey(ctx, refunds.ProviderKey(sub.id))
 	if err != nil {
 		return found{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/routing"
 )
 
 // Provider is what the service needs of the provider: its calls, and
@@ -85,27 +86,64 @@ func (c Config) keys() idempotency.Config {
 // Service runs payments.
 type Service struct {
 	pool     *db.Pool
-	provider Provider
-	cfg      Config
-	log      *slog.Logger
+	providers map[string]Provider
+	order     []Provider // the default routing order
+	cfg       Config
+	log       *slog.Logger
 }
 
-// NewService returns a Service; cfg must be valid. A nil log discards.
+// NewService returns a Service with one provider; cfg must be valid. A nil
+// log discards.
 func NewService(pool *db.Pool, p Provider, cfg Config, log *slog.Logger) (*Service, error) {
+	return NewRouted(pool, []Provider{p}, cfg, log)
+}
+
+// NewRouted returns a Service that routes payments to providers (in their
+// default order; names unique); cfg must be valid. A nil log discards.
+func NewRouted(pool *db.Pool, providers []Provider, cfg Config, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if len(providers) == 0 {
+		return nil, errors.New("payments: no provider")
+	}
+	byName := make(map[string]Provider, len(providers))
+	for _, p := range providers {
+		if _, dup := byName[p.Name()]; dup {
+			return nil, fmt.Errorf("payments: provider %q named twice", p.Name())
+		}
+		byName[p.Name()] = p
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{pool: pool, provider: p, cfg: cfg, log: log}, nil
+	return &Service{pool: pool, providers: byName, order: providers, cfg: cfg, log: log}, nil
 }
 
 // Config returns the service's timing settings.
 func (s *Service) Config() Config { return s.cfg }
 
-// Provider returns the provider the service calls.
-func (s *Service) Provider() Provider { return s.provider }
+// Providers returns the providers, in their default routing order.
+func (s *Service) Providers() []Provider { return s.order }
+
+// ProviderNames returns the providers' names, in their default routing order.
+func (s *Service) ProviderNames() []string {
+	out := make([]string, len(s.order))
+	for i, p := range s.order {
+		out[i] = p.Name()
+	}
+	return out
+}
+
+// Provider returns the provider called name; an attempt at a provider that
+// is no longer configured cannot be driven or asked (an error).
+func (s *Service) Provider(name string) (Provider, error) {
+	p, ok := s.providers[name]
+	if !ok {
+		return nil, fmt.Errorf("provider %q is not configured (PROVIDERS)", name)
+	}
+	return p, nil
+}
 
 // CreateInput is a validated POST /v1/payments.
 type CreateInput struct {
@@ -147,11 +185,17 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 		var created attempts.Attempt // the new key's attempt, as inserted
 		res, err := idempotency.Acquire(ctx, s.pool, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint,
 			attempts.NewID(), func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-				var err error
+				// The route is fixed now: rules apply to payments created
+				// after they were stored.
+				rules, err := routing.Get(ctx, tx, in.TenantID)
+				if err != nil {
+					return err
+				}
 				created, err = attempts.Insert(ctx, tx, attempts.New{
 					ID: attemptID, TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
 					Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
 					Description: in.Description, Metadata: in.Metadata,
+					Route: routing.Route(rules, in.Currency, s.ProviderNames()),
 				})
 				return err
 			})

@@ -120,12 +120,12 @@ func (r *Resilient) BreakerOpen() bool {
 // deduplicates it, so a retry never charges twice).
 func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
 	var ch Charge
-	tries, err := r.run(ctx, opCharge, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, opCharge, func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
 	})
-	res := classify(tries, err)
+	res := classify(tries, sent, err)
 	switch res.Outcome {
 	case Succeeded:
 		res.Charge = &ch
@@ -134,7 +134,7 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 		errors.As(err, &ce)
 		res.Charge = ce.Charge
 	}
-	metrics.ProviderChargeOutcomes.WithLabelValues(res.Outcome.String()).Inc()
+	metrics.ProviderChargeOutcomes.WithLabelValues(r.Name(), res.Outcome.String()).Inc()
 	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "tries", res.Tries, "outcome", res.Outcome.String())
 	switch res.Outcome {
 	case Unknown:
@@ -148,10 +148,11 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 }
 
 // classify turns the end of a charge's or refund's retries into a Result.
-// Only a breaker refusal before any call is NotSent; everything that is
-// neither a success nor a decline (a refusal that proves nothing was done)
-// is Unknown, because it may have charged or refunded.
-func classify(tries int, err error) Result {
+// NotSent only when no try may have reached the provider (a breaker refusal
+// before any try, or tries none of which obtained a connection); everything
+// that is neither a success nor a decline (a refusal that proves nothing
+// was done) is Unknown, because it may have charged or refunded.
+func classify(tries int, sent bool, err error) Result {
 	res := Result{Tries: tries}
 	var ce *CallError
 	switch {
@@ -159,7 +160,7 @@ func classify(tries int, err error) Result {
 		res.Outcome = Succeeded
 	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op == opRefund):
 		res.Outcome, res.DeclineCode = Declined, ce.Code
-	case tries == 0 && errors.Is(err, ErrUnavailable):
+	case !sent:
 		res.Outcome, res.Err = NotSent, err
 	default:
 		res.Outcome, res.Err = Unknown, err
@@ -174,7 +175,7 @@ func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error)
 		return Charge{}, errEmptyKey
 	}
 	var ch Charge
-	_, err := r.run(ctx, opLookup, func(ctx context.Context) error {
+	_, _, err := r.run(ctx, opLookup, func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.ChargeByKey(ctx, key)
 		return err
@@ -188,7 +189,7 @@ func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error)
 // ListCharges returns one page of the charges created in [q.From, q.To).
 func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
 	var page ChargePage
-	_, err := r.run(ctx, opList, func(ctx context.Context) error {
+	_, _, err := r.run(ctx, opList, func(ctx context.Context) error {
 		var err error
 		page, err = r.inner.ListCharges(ctx, q)
 		return err
@@ -203,16 +204,16 @@ func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, e
 // provider deduplicates it, so a retry never refunds twice).
 func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result {
 	var re Refund
-	tries, err := r.run(ctx, opRefund, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, opRefund, func(ctx context.Context) error {
 		var err error
 		re, err = r.inner.PostRefund(ctx, req)
 		return err
 	})
-	res := classify(tries, err)
+	res := classify(tries, sent, err)
 	if res.Outcome == Succeeded {
 		res.Refund = &re
 	}
-	metrics.ProviderRefundOutcomes.WithLabelValues(res.Outcome.String()).Inc()
+	metrics.ProviderRefundOutcomes.WithLabelValues(r.Name(), res.Outcome.String()).Inc()
 	log := r.log.With("idempotency_key", req.IdempotencyKey, "reference", req.Reference, "tries", res.Tries, "outcome", res.Outcome.String())
 	switch res.Outcome {
 	case Unknown, NotSent:
@@ -232,7 +233,7 @@ func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error)
 		return Refund{}, errEmptyKey
 	}
 	var re Refund
-	_, err := r.run(ctx, opLookup, func(ctx context.Context) error {
+	_, _, err := r.run(ctx, opLookup, func(ctx context.Context) error {
 		var err error
 		re, err = r.inner.RefundByKey(ctx, key)
 		return err

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,18 +21,23 @@ const (
 
 // run makes call through the breaker until it succeeds, fails for good, the
 // retry budget is spent, the breaker refuses, or ctx ends. tries counts the
-// calls made (refusals are not calls). The error is the last call's, except
-// a refusal before any call, which wraps ErrUnavailable.
-func (r *Resilient) run(ctx context.Context, op string, call func(context.Context) error) (tries int, err error) {
+// calls made (refusals are not calls); sent reports whether any of them may
+// have reached the provider (a connection was obtained for it, see
+// CallError.Sent). The error is the last call's, except a refusal before any
+// call, which wraps ErrUnavailable. A charge or refund try that was not sent
+// ends the run at once, so that the caller can go to another provider within
+// the same budget.
+func (r *Resilient) run(ctx context.Context, op string, call func(context.Context) error) (tries int, sent bool, err error) {
 	// A call doomed before it starts would take the breaker's half-open trial
 	// slot and report nothing about the provider.
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("provider %s: not called: %w", op, err)
+		return 0, false, fmt.Errorf("provider %s: not called: %w", op, err)
 	}
 	var (
 		last    error // the last call's error
 		refused bool  // the breaker refused the last try
 	)
+	movesMoney := op == opCharge || op == opRefund
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(retryInitialInterval),
 		backoff.WithRandomizationFactor(retryJitter),
@@ -49,26 +55,39 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 		}
 		tries++
 		last = err
-		if err != nil && !retryable(ctx, err) {
+		thisSent := !notSent(err)
+		sent = sent || thisSent
+		if err != nil && (!retryable(ctx, err) || (movesMoney && !thisSent)) {
 			return backoff.Permanent(err)
 		}
 		return err
 	}, b, func(err error, wait time.Duration) {
-		metrics.ProviderRetries.WithLabelValues(op).Inc()
+		metrics.ProviderRetries.WithLabelValues(r.Name(), op).Inc()
 		r.log.Info("provider call failed, retrying", "op", op, "try", tries, "wait", wait, "err", err)
 	})
 	switch {
 	case err == nil, refused && tries == 0:
-		return tries, err
-	case refused:
+		return tries, sent, err
+	case refused && sent:
 		// Something was sent already: the refusal proves nothing about it, so
 		// the answer is the last call's error, not ErrUnavailable.
-		return tries, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
+		return tries, sent, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
+	case refused:
+		return tries, sent, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
 	case ctx.Err() != nil && err == ctx.Err() && last != nil:
 		// ctx ended while waiting for the next try; the backoff returns only ctx.Err().
-		return tries, fmt.Errorf("%w (retries stopped: %w)", last, err)
+		return tries, sent, fmt.Errorf("%w (retries stopped: %w)", last, err)
 	}
-	return tries, err
+	return tries, sent, err
+}
+
+// notSent reports whether a try's error proves that it never reached the
+// provider: no connection was obtained for it (the HTTP client's hidden
+// retries included), decided by when the connection was obtained, never by
+// the error's text.
+func notSent(err error) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && !ce.Sent
 }
 
 // callOnce makes one call, bounded by CallTimeout, if the breaker allows it,
@@ -76,7 +95,7 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 func (r *Resilient) callOnce(ctx context.Context, op string, call func(context.Context) error) (err error) {
 	done, err := r.cb.Allow()
 	if err != nil {
-		metrics.ProviderCalls.WithLabelValues(op, resultLabel(err)).Inc()
+		metrics.ProviderCalls.WithLabelValues(r.Name(), op, resultLabel(err)).Inc()
 		return err
 	}
 	// Deferred so that even a panicking call releases the half-open trial slot.
@@ -87,8 +106,8 @@ func (r *Resilient) callOnce(ctx context.Context, op string, call func(context.C
 	defer cancel()
 	start := time.Now()
 	err = call(callCtx)
-	metrics.ProviderCallDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	metrics.ProviderCalls.WithLabelValues(op, resultLabel(err)).Inc()
+	metrics.ProviderCallDuration.WithLabelValues(r.Name(), op).Observe(time.Since(start).Seconds())
+	metrics.ProviderCalls.WithLabelValues(r.Name(), op, resultLabel(err)).Inc()
 	failed = providerFailed(ctx, err)
 	return err
 }

@@ -19,9 +19,9 @@ var ErrProviderUnreachable = errors.New("provider unreachable")
 // Reconciler runs the reconciler's jobs against one database and provider.
 type Reconciler struct {
 	pool     *db.Pool
-	svc      *payments.Service
-	provider payments.Provider // svc's
-	timing   payments.Config   // svc's
+	svc       *payments.Service
+	providers []payments.Provider // svc's, in their default order
+	timing    payments.Config     // svc's
 	cfg      Config
 	log      *slog.Logger
 }
@@ -35,11 +35,13 @@ func New(pool *db.Pool, svc *payments.Service, cfg Config) (*Reconciler, error) 
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Reconciler{pool: pool, svc: svc, provider: svc.Provider(), timing: timing, cfg: cfg, log: cfg.Logger}, nil
+	return &Reconciler{pool: pool, svc: svc, providers: svc.Providers(), timing: timing, cfg: cfg, log: cfg.Logger}, nil
 }
 
-// probe asks the provider for an empty list of charges, so that a run that
-// cannot reach it stops before it schedules anything.
+// probe asks every provider for an empty list of charges, so that a run
+// that can reach none of them stops before it schedules anything. One that
+// cannot be reached is logged; its attempts wait (their checks find it
+// unreachable, or its breaker open).
 func (r *Reconciler) probe(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -47,11 +49,28 @@ func (r *Reconciler) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timing.RetryBudget+r.timing.CallTimeout)
 	defer cancel()
 	now := time.Now()
-	if _, err := r.provider.ListCharges(ctx, provider.ListQuery{From: now, To: now, Limit: 1}); err != nil {
-		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
-			return cerr // cancelled, not unreachable
+	var errs []error
+	for _, p := range r.providers {
+		if _, err := p.ListCharges(ctx, provider.ListQuery{From: now, To: now, Limit: 1}); err != nil {
+			if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+				return cerr // cancelled, not unreachable
+			}
+			r.log.Warn("provider unreachable", "provider", p.Name(), "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 		}
-		return fmt.Errorf("%w: %w", ErrProviderUnreachable, err)
+	}
+	if len(errs) == len(r.providers) {
+		return fmt.Errorf("%w: %w", ErrProviderUnreachable, errors.Join(errs...))
 	}
 	return nil
+}
+
+// allBreakersOpen reports whether every provider's breaker refuses calls.
+func (r *Reconciler) allBreakersOpen() bool {
+	for _, p := range r.providers {
+		if !p.BreakerOpen() {
+			return false
+		}
+	}
+	return true
 }

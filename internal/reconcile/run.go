@@ -205,7 +205,7 @@ func (r *Reconciler) stopReason(ctx context.Context, deadline time.Time) string 
 		return "cancelled"
 	case !time.Now().Before(deadline):
 		return "batch deadline (lease minus lock TTL) reached"
-	case r.provider.BreakerOpen():
+	case r.allBreakersOpen():
 		// Every further look-up would be refused: leave the attempts due for
 		// the next run instead of spending a step of their schedule.
 		return "provider circuit breaker open"
@@ -223,7 +223,15 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 	switch {
 	case errors.Is(err, provider.ErrUnavailable):
 		// Refused before anything was sent: not a check of this attempt.
-		return Summary{}, "provider circuit breaker open"
+		if r.allBreakersOpen() {
+			return Summary{}, "provider circuit breaker open"
+		}
+		// Only its provider's breaker is open: it waits (the others go on).
+		log.Info(t.name+" provider's breaker open, checking later")
+		if err := t.release(context.WithoutCancel(ctx), r.pool, []string{c.ID}, r.cfg.jitter(r.timing.BreakerCooldown)); err != nil {
+			log.Error("hand back "+t.name, "err", err)
+		}
+		return Summary{}, ""
 	case err == nil && outcome == payments.Resolved:
 		if status == attempts.Succeeded {
 			sum.Succeeded = 1

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/refunds"
 )
@@ -72,30 +73,33 @@ func (r *Reconciler) Settle(ctx context.Context, day time.Time) (Report, error) 
 	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 0, 1)
 	rep := Report{Day: from.Format(DayLayout)}
-	// Page by page, so memory holds one page of charges (and the day's charge
-	// ids, for findMissing) however busy the day was.
+	// Every provider, page by page, so memory holds one page of charges (and
+	// the day's charge ids, for findMissing) however busy the day was.
 	var (
 		st         settleStats
 		errs       []error
-		dayCharges = map[string]bool{}
-		after      string
+		dayCharges = map[string]map[string]bool{} // provider → charge ids of the day
 	)
-	for {
-		page, err := r.provider.ListCharges(ctx, provider.ListQuery{From: from, To: to, After: after, Limit: settleChunk})
-		if err != nil {
-			return rep, errors.Join(append(errs, fmt.Errorf("%w: list charges: %w", ErrProviderUnreachable, err))...)
+	for _, p := range r.providers {
+		seen := map[string]bool{}
+		dayCharges[p.Name()] = seen
+		for after := ""; ; {
+			page, err := p.ListCharges(ctx, provider.ListQuery{From: from, To: to, After: after, Limit: settleChunk})
+			if err != nil {
+				return rep, errors.Join(append(errs, fmt.Errorf("%w: %s: list charges: %w", ErrProviderUnreachable, p.Name(), err))...)
+			}
+			rep.ProviderCharges += len(page.Data)
+			if err := r.settleCharges(ctx, p, page.Data, &rep, &st); err != nil {
+				errs = append(errs, err)
+			}
+			for _, ch := range page.Data {
+				seen[ch.ID] = true
+			}
+			if !page.HasMore || len(page.Data) == 0 {
+				break
+			}
+			after = page.Data[len(page.Data)-1].ID
 		}
-		rep.ProviderCharges += len(page.Data)
-		if err := r.settleCharges(ctx, page.Data, &rep, &st); err != nil {
-			errs = append(errs, err)
-		}
-		for _, ch := range page.Data {
-			dayCharges[ch.ID] = true
-		}
-		if !page.HasMore || len(page.Data) == 0 {
-			break
-		}
-		after = page.Data[len(page.Data)-1].ID
 	}
 	if err := r.findMissing(ctx, from, to, dayCharges, &rep); err != nil {
 		errs = append(errs, err)
@@ -112,7 +116,7 @@ type settleStats struct {
 	unmatchedFailed int // failed charges with no FAILED attempt
 }
 
-func (r *Reconciler) settleCharges(ctx context.Context, charges []provider.Charge, rep *Report, st *settleStats) error {
+func (r *Reconciler) settleCharges(ctx context.Context, p payments.Provider, charges []provider.Charge, rep *Report, st *settleStats) error {
 	ids := make([]string, 0, 2*len(charges))
 	for _, ch := range charges {
 		ids = append(ids, candidateIDs(ch)...)
@@ -134,7 +138,7 @@ func (r *Reconciler) settleCharges(ctx context.Context, charges []provider.Charg
 				break
 			}
 		}
-		if err := r.settleCharge(ctx, ch, a, rep, st); err != nil {
+		if err := r.settleCharge(ctx, p, ch, a, rep, st); err != nil {
 			errs = append(errs, fmt.Errorf("charge %s: %w", ch.ID, err))
 		}
 	}
@@ -155,8 +159,13 @@ func candidateIDs(ch provider.Charge) []string {
 	return ids
 }
 
-func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
+func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
 	succeeded := ch.Status == provider.ChargeSucceeded
+	if a != nil && a.Provider != p.Name() && succeeded {
+		// A succeeded charge at p whose payment is not at p: no payment of
+		// ours stands for it, whatever that payment's status.
+		return r.refundOrphan(ctx, p, ch, a, rep, st)
+	}
 	switch {
 	case a != nil && a.ChargeID == ch.ID && a.Status == attempts.Succeeded && succeeded:
 		if a.Amount == ch.Amount && a.Currency == ch.Currency {
@@ -201,10 +210,10 @@ func (r *Reconciler) settleCharge(ctx context.Context, ch provider.Charge, a *at
 	}
 	// A succeeded charge that no payment of ours stands for: no attempt, a
 	// FAILED one, or a SUCCEEDED one that holds another charge.
-	return r.refundOrphan(ctx, ch, a, rep, st)
+	return r.refundOrphan(ctx, p, ch, a, rep, st)
 }
 
-func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
+func (r *Reconciler) refundOrphan(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
 	detail := map[string]any{
 		"amount": ch.Amount, "currency": ch.Currency, "reference": ch.Reference,
 		"idempotency_key": ch.IdempotencyKey, "refund_key": RefundKey(ch.ID),
@@ -214,13 +223,15 @@ func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *at
 		an.AttemptID = a.ID
 		detail["attempt_status"] = a.Status
 		detail["attempt_charge_id"] = a.ChargeID
+		detail["attempt_provider"] = a.Provider
 	}
 	// Recorded before the refund, so a human sees the orphan even if the
 	// refund fails.
 	if err := r.anomaly(ctx, an); err != nil {
 		return err
 	}
-	log := r.log.With("charge", ch.ID, "amount", ch.Amount, "currency", ch.Currency, "reference", ch.Reference)
+	detail["provider"] = p.Name()
+	log := r.log.With("provider", p.Name(), "charge", ch.ID, "amount", ch.Amount, "currency", ch.Currency, "reference", ch.Reference)
 	if ch.Refunded {
 		rep.OrphansRefunded++
 		log.Info("orphan charge already refunded")
@@ -228,7 +239,7 @@ func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *at
 	}
 	// The whole rest: an orphan carries no refund made through the API (it
 	// has no payment of ours to refund), so whatever is left goes back.
-	res := r.provider.CreateRefund(ctx, provider.RefundRequest{ChargeID: ch.ID, IdempotencyKey: RefundKey(ch.ID)})
+	res := p.CreateRefund(ctx, provider.RefundRequest{ChargeID: ch.ID, IdempotencyKey: RefundKey(ch.ID)})
 	switch res.Outcome {
 	case provider.Succeeded:
 	case provider.Declined:
@@ -253,7 +264,7 @@ func (r *Reconciler) refundOrphan(ctx context.Context, ch provider.Charge, a *at
 // charge the provider does not have. A charge absent from the day's list is
 // looked up by key before it is called missing: an attempt created just
 // before midnight may have its charge created just after.
-func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCharges map[string]bool, rep *Report) error {
+func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCharges map[string]map[string]bool, rep *Report) error {
 	after, afterID := from.Add(-time.Microsecond), ""
 	for {
 		rows, err := attempts.ListSucceededCreatedBetween(ctx, r.pool, from, to, after, afterID, settleChunk)
@@ -262,10 +273,14 @@ func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCha
 		}
 		for _, row := range rows {
 			stored := row.ChargeID
-			if stored != "" && dayCharges[stored] {
+			if stored != "" && dayCharges[row.Provider][stored] {
 				continue
 			}
-			ch, err := r.provider.ChargeByKey(ctx, attempts.ProviderKey(row.ID))
+			p, err := r.svc.Provider(row.Provider)
+			if err != nil {
+				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
+			}
+			ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(row.ID))
 			if err != nil && !errors.Is(err, provider.ErrNotFound) {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}

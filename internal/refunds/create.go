@@ -39,7 +39,7 @@ func Create(ctx context.Context, tx db.DBTX, n New) (Refund, error) {
 	row, err := db.Q.RefundInsert(ctx, tx, db.RefundInsertParams{
 		ID: n.ID, TenantID: n.TenantID, PaymentID: n.PaymentID, IdempotencyKey: n.IdempotencyKey,
 		Amount: res.Amount, Currency: res.Payment.Currency, Reason: n.Reason, Metadata: meta,
-		Provider: res.Payment.Provider,
+		Provider: res.Payment.ProviderName(),
 	})
 	if err != nil {
 		return Refund{}, translate(err)

@@ -16,12 +16,15 @@ import (
 // Config is paymentsvc's configuration (docs/configuration.md).
 type Config struct {
 	settings.Shared
-	HTTPAddr        string
-	WebhookSecrets  []string
-	NATSURL         string
-	OutboxRelay     bool
-	AutoMigrate     bool
-	ShutdownTimeout time.Duration
+	HTTPAddr       string
+	WebhookSecrets []string
+	// ProviderWebhookSecrets are each provider's accepted secrets:
+	// WEBHOOK_SECRETS_<NAME> if set, else WebhookSecrets.
+	ProviderWebhookSecrets map[string][]string
+	NATSURL                string
+	OutboxRelay            bool
+	AutoMigrate            bool
+	ShutdownTimeout        time.Duration
 	// ShutdownDrainDelay is how long, on SIGTERM, readiness answers 503
 	// while the listener still serves, before the drain (0: none).
 	ShutdownDrainDelay time.Duration
@@ -33,7 +36,7 @@ type Config struct {
 func Flags(s *envflag.Set) func() Config {
 	shared := settings.Register(s, "PostgreSQL URL; the database is created if missing")
 	addr := s.String("HTTP_ADDR", "127.0.0.1:8080", "listen address")
-	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets")
+	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets (of every provider without WEBHOOK_SECRETS_<NAME>)")
 	natsURL := s.URL("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server(s) for the outbox relay, comma-separated")
 	relay := s.Bool("OUTBOX_RELAY", true, "on: publish outbox events to JetStream; off: leave them in the table")
 	migrate := s.Bool("AUTO_MIGRATE", true, "run migrations at startup")
@@ -41,11 +44,19 @@ func Flags(s *envflag.Set) func() Config {
 	drainDelay := s.Duration("SHUTDOWN_DRAIN_DELAY", 5*time.Second, "on SIGTERM, how long /readyz answers 503 while the listener still serves, before draining; 0s: none")
 	fp := s.String("PAYMENTSVC_FAILPOINT", "", "testing only: die at this failpoint")
 	return func() Config {
-		return Config{
+		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
 			NATSURL: *natsURL, OutboxRelay: *relay, AutoMigrate: *migrate,
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
+			ProviderWebhookSecrets: map[string][]string{},
 		}
+		for _, p := range c.Providers {
+			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets
+			if own, ok := s.Lookup("WEBHOOK_SECRETS_" + strings.ToUpper(p.Name)); ok {
+				c.ProviderWebhookSecrets[p.Name] = splitSecrets(own)
+			}
+		}
+		return c
 	}
 }
 

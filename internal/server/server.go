@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,11 @@ import (
 func (c Config) Validate() error {
 	if err := c.Shared.Validate(); err != nil {
 		return err
+	}
+	for name, secrets := range c.ProviderWebhookSecrets {
+		if len(secrets) == 0 {
+			return fmt.Errorf("WEBHOOK_SECRETS_%s (or WEBHOOK_SECRETS) must name at least one secret", strings.ToUpper(name))
+		}
 	}
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
@@ -56,10 +62,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	pool := a.Pool
 	defer metrics.RegisterBacklog(a.Backlog, log)()
 	draining := new(atomic.Bool)
-	webhooks := webhook.NewHandler(pool, cfg.WebhookSecrets, log)
-	webhooks.SyncRefund = func(ctx context.Context, id string) error {
+	syncRefund := func(ctx context.Context, id string) error {
 		_, _, err := a.Payments.SyncRefund(ctx, id, payments.SyncOptions{Source: lifecycle.SourceWebhook})
 		return err
+	}
+	webhooks := webhook.Providers{}
+	for _, p := range cfg.Providers {
+		h := webhook.NewHandler(pool, p.Name, cfg.ProviderWebhookSecrets[p.Name], log)
+		h.SyncRefund = syncRefund
+		webhooks[p.Name] = h
 	}
 	handler := api.New(api.Deps{
 		Pool: pool, Payments: a.Payments, Webhooks: webhooks,

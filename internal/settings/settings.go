@@ -6,21 +6,40 @@ package settings
 
 import (
 	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // DefaultDatabaseURL is the local development database.
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/payments?sslmode=disable"
 
+// ProviderSetting is one provider of PROVIDERS (or the single default one).
+type ProviderSetting struct {
+	Name   string
+	URL    string
+	APIKey string
+}
+
+// DefaultProviderName is the one provider's name when PROVIDERS is unset.
+const DefaultProviderName = "sim"
+
 // Shared are the settings both binaries read.
 type Shared struct {
-	DatabaseURL     string
-	ProviderURL     string
-	ProviderAPIKey  string
+	DatabaseURL    string
+	ProviderURL    string
+	ProviderAPIKey string
+	// Providers are the providers in their default routing order: PROVIDERS,
+	// or the single DefaultProviderName at ProviderURL.
+	Providers       []ProviderSetting
+	providersErr    error
 	LockTTL         time.Duration
 	KeyTTL          time.Duration
 	CallTimeout     time.Duration
@@ -42,17 +61,61 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	budget := s.Duration("PROVIDER_RETRY_BUDGET", provider.DefaultRetryBudget, "total time spent retrying one provider call")
 	failures := s.Int("PROVIDER_BREAKER_FAILURES", provider.DefaultBreakerFailures, "consecutive failed provider calls that open the breaker")
 	cooldown := s.Duration("PROVIDER_BREAKER_COOLDOWN", provider.DefaultBreakerCooldown, "how long the breaker stays open before one trial call")
+	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY")
 	return func() Shared {
-		return Shared{
+		c := Shared{
 			DatabaseURL: *dbURL, ProviderURL: *provURL, ProviderAPIKey: *provKey,
 			LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
 			BreakerFailures: *failures, BreakerCooldown: *cooldown,
 		}
+		c.Providers, c.providersErr = parseProviders(*providers, *provURL, *provKey, s.Lookup)
+		return c
 	}
+}
+
+// providerNameRE is what a provider's name may be (it is also a path
+// segment of its webhooks and part of variable names).
+var providerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// parseProviders reads PROVIDERS: comma-separated name=url; unset, the one
+// provider "sim" at defaultURL. Each provider's API key is
+// PROVIDER_API_KEY_<NAME> (name in upper case) if set, else defaultKey.
+func parseProviders(raw, defaultURL, defaultKey string, lookup func(string) (string, bool)) ([]ProviderSetting, error) {
+	key := func(name string) string {
+		if k, ok := lookup("PROVIDER_API_KEY_" + strings.ToUpper(name)); ok {
+			return k
+		}
+		return defaultKey
+	}
+	if strings.TrimSpace(raw) == "" {
+		return []ProviderSetting{{Name: DefaultProviderName, URL: defaultURL, APIKey: key(DefaultProviderName)}}, nil
+	}
+	var (
+		out  []ProviderSetting
+		seen = map[string]bool{}
+	)
+	for _, item := range strings.Split(raw, ",") {
+		name, u, ok := strings.Cut(strings.TrimSpace(item), "=")
+		switch {
+		case !ok || !providerNameRE.MatchString(name):
+			return nil, fmt.Errorf("PROVIDERS: %q is not name=url with a name of [a-z][a-z0-9_]{0,31}", redact.URL(item))
+		case seen[name]:
+			return nil, fmt.Errorf("PROVIDERS: provider %q is named twice", name)
+		}
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, fmt.Errorf("PROVIDERS: the URL of %q is not an http(s) URL", name)
+		}
+		seen[name] = true
+		out = append(out, ProviderSetting{Name: name, URL: u, APIKey: key(name)})
+	}
+	return out, nil
 }
 
 // Validate refuses shared settings no binary can run safely with.
 func (c Shared) Validate() error {
+	if c.providersErr != nil {
+		return c.providersErr
+	}
 	if err := c.Payments().Validate(); err != nil {
 		return err
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/acme/paymentsvc/internal/refunds"
 )
 
-// Provider is the provider name webhook events are stored under.
-const Provider = "sim"
 
 // Outcomes, stored in webhook_events.outcome (all but duplicate) and counted
 // in metrics.WebhookOutcomes.
@@ -33,6 +31,7 @@ const (
 	anomalyConflictingReport = "conflicting_report"
 	anomalyUnknownCharge     = "unknown_charge"
 	anomalyUnexpectedRefund  = "unexpected_refund"
+	anomalyWrongProvider     = "wrong_provider"
 )
 
 // defaultFailureCode is used for a charge.failed event without a failure code.
@@ -55,7 +54,7 @@ type result struct {
 func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, error) {
 	chargeID := ev.chargeID()
 	n, err := db.Q.WebhookEventInsert(ctx, tx, db.WebhookEventInsertParams{
-		Provider: Provider, EventID: ev.ID, Type: ev.Type, ChargeID: &chargeID, Payload: body,
+		Provider: ev.provider, EventID: ev.ID, Type: ev.Type, ChargeID: &chargeID, Payload: body,
 	})
 	if err != nil {
 		return result{}, fmt.Errorf("insert webhook event: %w", db.Translate(err))
@@ -76,7 +75,7 @@ func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, err
 		attemptID = &res.attemptID
 	}
 	err = db.Q.WebhookEventSetOutcome(ctx, tx, db.WebhookEventSetOutcomeParams{
-		Provider: Provider, EventID: ev.ID, Outcome: res.outcome, AttemptID: attemptID,
+		Provider: ev.provider, EventID: ev.ID, Outcome: res.outcome, AttemptID: attemptID,
 	})
 	if err != nil {
 		return result{}, fmt.Errorf("set webhook event outcome: %w", err)
@@ -91,6 +90,22 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	found, ok, err := findAttempt(ctx, tx, ch)
 	if err != nil {
 		return result{}, err
+	}
+	if ev.Type == EventChargeRefunded {
+		// It names no refund of ours: it only prompts a sync of the
+		// payment's unresolved refunds (settlement's refunds of orphan
+		// charges have no payment: nothing to do).
+		res := result{outcome: outcomeNoop}
+		if ok && found.ProviderName() == ev.provider {
+			res.attemptID, res.syncRefunds = found.ID, found.ID
+		}
+		return res, nil
+	}
+	if ok && found.ProviderName() != ev.provider {
+		// The payment is not at this provider: whatever it says of it
+		// changes nothing.
+		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &found, "the payment is at provider "+found.ProviderName()))
+		return result{outcome: outcomeAnomaly, attemptID: found.ID}, err
 	}
 	if !ok {
 		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyUnknownCharge, ev, nil, "no payment for this charge"))
@@ -119,9 +134,6 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		// while decide checks edges on the locked row): nothing changed.
 		res.outcome = outcomeNoop
 	}
-	if ev.Type == EventChargeRefunded {
-		res.syncRefunds = a.ID
-	}
 	return res, err
 }
 
@@ -133,6 +145,10 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	found, ok, err := findRefund(ctx, tx, re)
 	if err != nil {
 		return result{}, err
+	}
+	if ok && found.Provider != ev.provider {
+		err := attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyWrongProvider, ev, &found, "the refund is at provider "+found.Provider))
+		return result{outcome: outcomeAnomaly, attemptID: found.PaymentID, refundID: found.ID}, err
 	}
 	if !ok {
 		if refunds.IsOrphanKey(re.IdempotencyKey) {
@@ -200,7 +216,7 @@ func refundAnomaly(kind string, ev event, r *refunds.Refund, reason string) atte
 	}
 	out := attempts.Anomaly{
 		Kind: kind, ChargeID: re.Charge, Source: attempts.SourceWebhook,
-		Detail: detail, DedupeKey: "webhook:" + Provider + ":" + ev.ID,
+		Detail: detail, DedupeKey: "webhook:" + ev.provider + ":" + ev.ID,
 	}
 	if r != nil {
 		out.AttemptID = r.PaymentID
@@ -270,7 +286,7 @@ func anomaly(kind string, ev event, a *attempts.Attempt, reason string) attempts
 	}
 	out := attempts.Anomaly{
 		Kind: kind, ChargeID: ch.ID, Source: attempts.SourceWebhook,
-		Detail: detail, DedupeKey: "webhook:" + Provider + ":" + ev.ID,
+		Detail: detail, DedupeKey: "webhook:" + ev.provider + ":" + ev.ID,
 	}
 	if a != nil {
 		out.AttemptID = a.ID

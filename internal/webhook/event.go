@@ -18,10 +18,11 @@ const (
 // event is the webhook body; fields we do not use are ignored, so the
 // provider may add some.
 type event struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
+	provider string // the provider whose endpoint received it
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Created  int64  `json:"created"`
+	Data     struct {
 		Charge *provider.Charge `json:"charge"` // charge.* events
 		Refund *provider.Refund `json:"refund"` // refund.* events
 	} `json:"data"`

@@ -19,8 +19,8 @@ import (
 	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
-// Route is the pattern to mount a Handler at.
-const Route = "POST /v1/webhooks/sim"
+// Route is the pattern to mount Providers at: one path per provider.
+const Route = "POST /v1/webhooks/{provider}"
 
 // HeaderSignature carries the provider's signature of the body.
 const HeaderSignature = "Sim-Signature"
@@ -31,12 +31,27 @@ const MaxBodyBytes = 256 << 10
 // applyTimeout bounds the transaction that records and applies one event.
 const applyTimeout = 10 * time.Second
 
-// Handler receives the provider's webhooks: it verifies, deduplicates and
+// Providers routes each provider's webhooks (POST /v1/webhooks/{provider})
+// to its Handler; an unknown provider is 404.
+type Providers map[string]*Handler
+
+func (ps Providers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := ps[r.PathValue("provider")]
+	if !ok {
+		metrics.WebhookOutcomes.WithLabelValues("bad_request").Inc()
+		apperr.Write(w, apperr.New(apperr.NotFound, "no such provider"))
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// Handler receives one provider's webhooks: it verifies, deduplicates and
 // applies each event. It is safe for concurrent use.
 type Handler struct {
-	pool    *db.Pool
-	secrets []string
-	log     *slog.Logger
+	pool     *db.Pool
+	provider string
+	secrets  []string
+	log      *slog.Logger
 
 	// Now is the clock signatures are judged by; tests replace it.
 	Now func() time.Time
@@ -46,9 +61,9 @@ type Handler struct {
 	SyncRefund func(ctx context.Context, refundID string) error
 }
 
-// NewHandler returns a Handler that accepts events signed with any of
-// secrets (blank ones are ignored; during rotation configure old and new).
-func NewHandler(pool *db.Pool, secrets []string, log *slog.Logger) *Handler {
+// NewHandler returns provider's Handler: it accepts events signed with any
+// of secrets (blank ones are ignored; during rotation configure old and new).
+func NewHandler(pool *db.Pool, provider string, secrets []string, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -59,12 +74,12 @@ func NewHandler(pool *db.Pool, secrets []string, log *slog.Logger) *Handler {
 		}
 	}
 	if len(kept) == 0 {
-		log.Error("webhook: no signing secret configured, every webhook will be refused")
+		log.Error("webhook: no signing secret configured, every webhook will be refused", "provider", provider)
 	}
-	return &Handler{pool: pool, secrets: kept, log: log, Now: time.Now}
+	return &Handler{pool: pool, provider: provider, secrets: kept, log: log.With("provider", provider), Now: time.Now}
 }
 
-// ServeHTTP handles POST /v1/webhooks/sim.
+// ServeHTTP handles POST /v1/webhooks/{provider} for its provider.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -93,6 +108,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, apperr.New(apperr.InvalidRequest, "%s", err.Error()), "bad_request")
 		return
 	}
+	ev.provider = h.provider
 	res, err := h.record(r.Context(), ev, body)
 	if err != nil {
 		h.log.Error("webhook not recorded", "event_id", ev.ID, "type", ev.Type, "err", err)

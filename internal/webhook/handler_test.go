@@ -122,7 +122,7 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 		})
 		t.Run("GET", func(t *testing.T) {
 			t.Parallel()
-			h := NewHandler(b.pool, []string{testSecret}, nil)
+			h := NewHandler(b.pool, "sim", []string{testSecret}, nil)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/webhooks/sim", nil))
 			eq(t, rec.Code, http.StatusMethodNotAllowed, "status")

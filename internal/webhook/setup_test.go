@@ -48,7 +48,7 @@ func setup(t *testing.T, secrets ...string) *bundle {
 		secrets = []string{testSecret}
 	}
 	tdb := testdb.New(t)
-	h := NewHandler(tdb.Pool, secrets, slog.New(slog.DiscardHandler))
+	h := NewHandler(tdb.Pool, "sim", secrets, slog.New(slog.DiscardHandler))
 	h.Now = func() time.Time { return testNow }
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
