@@ -156,8 +156,38 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	otherClient := proctest.NewClient(s.pod.URL(), other.APIKey)
 	otherClient.HTTP.Transport = c.HTTP.Transport
 	opsProblem(t, get(otherClient, "/v1/payments/"+id, nil), 404, "payment_not_found")
-	opsProblem(t, get(c, "/v1/payments", rejected(nil)), 400, "invalid_request")
-	opsProblem(t, get(c, "/v1/payments?order_id=", rejected(nil)), 400, "invalid_request")
+
+	// Lists: every payment of the tenant (without order_id, or with an empty
+	// one), newest first, in pages; 400 for a bad limit or an unknown cursor,
+	// another tenant's payment included.
+	listIDs := func(r proctest.Response) []string {
+		t.Helper()
+		require.Equal(t, 200, r.Status, "%s", r)
+		var ids []string
+		for _, item := range r.JSON["data"].([]any) {
+			ids = append(ids, item.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	all := get(c, "/v1/payments", nil)
+	require.Equal(t, []string{declined.Str("id"), id}, listIDs(all))
+	require.Equal(t, false, all.JSON["has_more"])
+	require.Equal(t, []string{declined.Str("id"), id}, listIDs(get(c, "/v1/payments?order_id=", nil)))
+	page := get(c, "/v1/payments?limit=1", nil)
+	require.Equal(t, []string{declined.Str("id")}, listIDs(page))
+	require.Equal(t, true, page.JSON["has_more"])
+	page = get(c, "/v1/payments?limit=1&starting_after="+declined.Str("id"), nil)
+	require.Equal(t, []string{id}, listIDs(page))
+	require.Equal(t, false, page.JSON["has_more"])
+	for _, q := range []string{"limit=0", "limit=101", "limit=ten", "starting_after="} {
+		opsProblem(t, get(c, "/v1/payments?"+q, rejected(nil)), 400, "invalid_request")
+	}
+	opsProblem(t, get(c, "/v1/payments?starting_after=pay_doesnotexist", nil), 400, "invalid_request")
+	theirs := opsOK(t)(otherClient.Do(http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-1","amount":100,"currency":"USD","payment_method":"pm_card_visa"}`),
+		map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-1"}))
+	require.Equal(t, 201, theirs.Status, "another tenant's order o-1 and key oa-1 are its own: %s", theirs)
+	opsProblem(t, get(c, "/v1/payments?starting_after="+theirs.Str("id"), nil), 400, "invalid_request")
+	require.Equal(t, []string{theirs.Str("id")}, listIDs(get(otherClient, "/v1/payments", nil)))
 
 	// 409 in use: a second request with the key of a slow one in flight.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
@@ -205,6 +235,162 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 201, resumed.Status, "%s", resumed)
 	require.Equal(t, unknown.Str("id"), resumed.Str("id"))
 
+	// Refunds of the first payment (500).
+	refund := func(cl *proctest.Client, paymentID, key, body string, h map[string]string) proctest.Response {
+		t.Helper()
+		headers := map[string]string{"Content-Type": "application/json"}
+		if key != "" {
+			headers["Idempotency-Key"] = key
+		}
+		for k, val := range h {
+			headers[k] = val
+		}
+		return opsOK(t)(cl.Do(http.MethodPost, "/v1/payments/"+paymentID+"/refunds", []byte(body), headers))
+	}
+	refundable := func() float64 {
+		t.Helper()
+		p := get(c, "/v1/payments/"+id, nil)
+		require.Equal(t, 200, p.Status, "%s", p)
+		require.Equal(t, "SUCCEEDED", p.Str("status"), "a refund leaves the payment SUCCEEDED")
+		return p.JSON["amount_refundable"].(float64)
+	}
+
+	// 201, its replay (also of a reordered body), and reads.
+	r1Body := `{"amount":200,"reason":"requested_by_customer","metadata":{"ticket":"t-1"}}`
+	r1 := refund(c, id, "oa-r1", r1Body, nil)
+	require.Equal(t, 201, r1.Status, "%s", r1)
+	require.Equal(t, "SUCCEEDED", r1.Str("status"))
+	require.Equal(t, id, r1.Str("payment_id"))
+	require.EqualValues(t, 200, r1.JSON["amount"])
+	require.False(t, r1.Replayed())
+	rid := r1.Str("id")
+	r1again := refund(c, id, "oa-r1", `{"metadata":{"ticket":"t-1"},"reason":"requested_by_customer","amount":200}`, nil)
+	require.True(t, r1again.Status == 201 && r1again.Replayed(), "%s", r1again)
+	require.JSONEq(t, string(r1.Raw), string(r1again.Raw))
+	require.EqualValues(t, 300, refundable())
+	gotRefund := get(c, "/v1/refunds/"+rid, nil)
+	require.Equal(t, 200, gotRefund.Status, "%s", gotRefund)
+	require.Equal(t, rid, gotRefund.Str("id"))
+	require.Equal(t, 200, get(c, "/v1/refunds/"+rid+"?sync=true", nil).Status)
+
+	// 422: the key names another request (another body; the same body on
+	// another payment; the payment's own key); the amount is more than the rest.
+	opsProblem(t, refund(c, id, "oa-r1", `{"amount":201}`, nil), 422, "idempotency_key_reused")
+	opsProblem(t, refund(c, declined.Str("id"), "oa-r1", r1Body, nil), 422, "idempotency_key_reused")
+	opsProblem(t, refund(c, id, "oa-1", r1Body, nil), 422, "idempotency_key_reused")
+	exceeds := refund(c, id, "oa-r2", `{"amount":301}`, nil)
+	opsProblem(t, exceeds, 422, "refund_exceeds_refundable")
+	require.Contains(t, exceeds.Str("detail"), "300")
+	// 409: a FAILED payment is not refundable; 404: no such payment, or another tenant's.
+	opsProblem(t, refund(c, declined.Str("id"), "oa-r2", `{}`, nil), 409, "payment_not_refundable")
+	opsProblem(t, refund(c, "pay_doesnotexist", "oa-r2", `{}`, nil), 404, "payment_not_found")
+	opsProblem(t, refund(otherClient, id, "oa-r2", `{}`, nil), 404, "payment_not_found")
+
+	// 400s, 413, 415 and 401, each also refused by the document.
+	opsProblem(t, refund(c, id, "", `{}`, rejected(nil)), 400, "idempotency_key_missing")
+	opsProblem(t, refund(c, id, strings.Repeat("k", 256), `{}`, rejected(nil)), 400, "idempotency_key_invalid")
+	for _, body := range []string{
+		`{"amount":0}`, `{"amount":-5}`, `{"amount":"100"}`, `{"amount":1.5}`, `{"reason":"because"}`,
+		`{"coupon":"x"}`, `{"metadata":{"k":1}}`, `{"amount":`, `[]`,
+	} {
+		opsProblem(t, refund(c, id, "oa-r2", body, rejected(nil)), 400, "invalid_request")
+	}
+	opsProblem(t, refund(c, id, "oa-r2", `{"metadata":{"k":"`+strings.Repeat("x", 70<<10)+`"}}`, rejected(expectContinue)), 413, "payload_too_large")
+	opsProblem(t, refund(c, id, "oa-r2", `{}`, rejected(map[string]string{"Content-Type": "text/plain"})), 415, "unsupported_media_type")
+	opsProblem(t, refund(anon, id, "oa-r2", `{}`, rejected(nil)), 401, "unauthorized")
+	opsProblem(t, get(anon, "/v1/refunds/"+rid, rejected(nil)), 401, "unauthorized")
+	opsProblem(t, get(anon, "/v1/payments/"+id+"/refunds", rejected(nil)), 401, "unauthorized")
+
+	// 409 in use: a second request with the key of a slow refund in flight.
+	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000, Refunds: true})
+	refundCalls := s.sim.Stats(t).RefundCalls
+	var slowRefund proctest.Response
+	wg.Go(func() { slowRefund = refund(c, id, "oa-r3", `{"amount":100}`, nil) })
+	proctest.Eventually(t, 30*time.Second, "the slow refund reaches the provider", func() bool { return s.sim.Stats(t).RefundCalls > refundCalls })
+	busyRefund := refund(c, id, "oa-r3", `{"amount":100}`, nil)
+	opsProblem(t, busyRefund, 409, "idempotency_key_in_use")
+	require.GreaterOrEqual(t, retryAfterSeconds(busyRefund), 1, "%s", busyRefund)
+	wg.Wait()
+	require.Equal(t, 201, slowRefund.Status, "%s", slowRefund)
+	s.sim.ClearFaults(t)
+	require.EqualValues(t, 200, refundable())
+
+	// The payment's refunds, newest first, in pages; 400 for a bad limit or
+	// a cursor that is no refund of this payment; 404 for a payment that is
+	// not the tenant's, and for a refund that is not.
+	require.Equal(t, []string{slowRefund.Str("id"), rid}, listIDs(get(c, "/v1/payments/"+id+"/refunds", nil)))
+	page = get(c, "/v1/payments/"+id+"/refunds?limit=1", nil)
+	require.Equal(t, []string{slowRefund.Str("id")}, listIDs(page))
+	require.Equal(t, true, page.JSON["has_more"])
+	page = get(c, "/v1/payments/"+id+"/refunds?limit=1&starting_after="+slowRefund.Str("id"), nil)
+	require.Equal(t, []string{rid}, listIDs(page))
+	require.Equal(t, false, page.JSON["has_more"])
+	require.Empty(t, listIDs(get(c, "/v1/payments/"+declined.Str("id")+"/refunds", nil)))
+	for _, q := range []string{"limit=0", "limit=101", "starting_after="} {
+		opsProblem(t, get(c, "/v1/payments/"+id+"/refunds?"+q, rejected(nil)), 400, "invalid_request")
+	}
+	opsProblem(t, get(c, "/v1/payments/"+id+"/refunds?starting_after=rfd_doesnotexist", nil), 400, "invalid_request")
+	opsProblem(t, get(c, "/v1/payments/"+declined.Str("id")+"/refunds?starting_after="+rid, nil), 400, "invalid_request")
+	opsProblem(t, get(c, "/v1/payments/pay_doesnotexist/refunds", nil), 404, "payment_not_found")
+	opsProblem(t, get(otherClient, "/v1/payments/"+id+"/refunds", nil), 404, "payment_not_found")
+	opsProblem(t, get(c, "/v1/refunds/rfd_doesnotexist", nil), 404, "refund_not_found")
+	opsProblem(t, get(otherClient, "/v1/refunds/"+rid, nil), 404, "refund_not_found")
+
+	// 202 UNKNOWN: every refund call fails, two failures open the breaker.
+	// The UNKNOWN refund holds its amount.
+	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503, Refunds: true})
+	unknownRefund := refund(c, id, "oa-r4", `{"amount":50}`, nil)
+	require.Equal(t, 202, unknownRefund.Status, "%s", unknownRefund)
+	require.Equal(t, string(attempts.Unknown), unknownRefund.Str("status"))
+	require.Equal(t, 200, get(c, "/v1/refunds/"+unknownRefund.Str("id")+"?sync=true", nil).Status)
+	require.EqualValues(t, 150, refundable())
+	// 503 while the breaker is open (as for payments, a slow machine may see
+	// the trial call fail first: then that refund is another 202).
+	var refundKeys []string
+	var refundUnavailable proctest.Response
+	proctest.Eventually(t, time.Minute, "a refund is refused while the breaker is open", func() bool {
+		k := "oa-r5-" + strconv.Itoa(len(refundKeys))
+		refundKeys = append(refundKeys, k)
+		refundUnavailable = refund(c, id, k, `{"amount":10}`, nil)
+		return refundUnavailable.Status == 503
+	})
+	opsProblem(t, refundUnavailable, 503, "provider_unavailable")
+	require.GreaterOrEqual(t, retryAfterSeconds(refundUnavailable), 1)
+	// The refund answered 503 stays CREATED, holding its amount, and its key
+	// keeps the request's fingerprint.
+	require.EqualValues(t, 150-10*len(refundKeys), refundable())
+	opsProblem(t, refund(c, id, refundKeys[len(refundKeys)-1], `{"amount":11}`, nil), 422, "idempotency_key_reused")
+	// The provider recovers; the same keys resume the refunds.
+	s.sim.ClearFaults(t)
+	var resumedRefund proctest.Response
+	proctest.Eventually(t, time.Minute, "the UNKNOWN refund resumes once the breaker lets a call through", func() bool {
+		resumedRefund = refund(c, id, "oa-r4", `{"amount":50}`, nil)
+		return resumedRefund.Status != 503 && resumedRefund.Status != 409
+	})
+	require.Equal(t, 201, resumedRefund.Status, "%s", resumedRefund)
+	require.Equal(t, unknownRefund.Str("id"), resumedRefund.Str("id"))
+	for _, k := range refundKeys {
+		r := refund(c, id, k, `{"amount":10}`, nil)
+		require.Equal(t, 201, r.Status, "%s: %s", k, r)
+	}
+	rest := 150 - 10*len(refundKeys)
+	require.EqualValues(t, rest, refundable())
+
+	// 402: the rest of the charge is refunded at the provider behind our
+	// back (its refund.succeeded webhook is an unexpected_refund anomaly);
+	// the provider then refuses ours, whose amount is released.
+	provider := proctest.NewClient(s.sim.URL(), "sk_sim")
+	direct := opsOK(t)(provider.Do(http.MethodPost, "/v1/refunds", []byte(`{"charge":"`+first.Str("provider_charge_id")+`"}`),
+		map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-behind-our-back"}))
+	require.Equal(t, 201, direct.Status, "%s", direct)
+	refused := refund(c, id, "oa-r6", `{"amount":1}`, nil)
+	require.Equal(t, 402, refused.Status, "%s", refused)
+	require.Equal(t, "FAILED", refused.Str("status"))
+	require.Equal(t, "amount_too_large", refused.Str("failure_code"))
+	rerefused := refund(c, id, "oa-r6", `{"amount":1}`, nil)
+	require.True(t, rerefused.Status == 402 && rerefused.Replayed(), "%s", rerefused)
+	require.EqualValues(t, rest, refundable())
+
 	// Webhooks: the simulator's own deliveries are validated by hooks; here
 	// the other answers.
 	orphan := providersim.Charge{ID: "ch_oa_orphan", Amount: 100, Currency: "USD", Status: providersim.StatusSucceeded, Reference: "pay_nobody", Created: time.Now().Unix()}
@@ -228,7 +414,10 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	})
 
 	// The database's 503s are exercised, and validated against the
-	// document, by e2e/database_outage_test.go.
+	// document, by e2e/database_outage_test.go. The refund reads answer
+	// theirs from the same place (authentication reads the database first,
+	// for every /v1/ route).
 	v.requireCovered(t, "* * 500", "GET /readyz 503",
-		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/sim 503")
+		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/sim 503",
+		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503")
 }
