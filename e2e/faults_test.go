@@ -6,14 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // requireUnknown checks a 202 answer: the payment is UNKNOWN, with no charge
 // recorded, and its key is neither locked nor stored (a retry resumes it).
-func requireUnknown(t *testing.T, s *faultStack, key string, r proctest.Response) {
+func requireUnknown(t *testing.T, s *faultStack, key string, r apiclient.Response) {
 	t.Helper()
 	require.Equal(t, 202, r.Status, "%s", r)
 	require.Equal(t, "UNKNOWN", r.Str("status"), "%s", r)
@@ -26,10 +28,10 @@ func requireUnknown(t *testing.T, s *faultStack, key string, r proctest.Response
 
 // payUntilServed retries key on c while the answer says "not now" (the
 // breaker is open: 503; the key is busy: 409) and returns the first other answer.
-func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) proctest.Response {
+func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) apiclient.Response {
 	t.Helper()
-	var r proctest.Response
-	proctest.Eventually(t, time.Minute, "a retry of "+key+" is served", func() bool {
+	var r apiclient.Response
+	testkit.Eventually(t, time.Minute, "a retry of "+key+" is served", func() bool {
 		r = c.MustPay(t, key, body)
 		return r.Status != 503 && r.Status != 409
 	})
@@ -46,7 +48,7 @@ func TestFaultDropAfterCommitIsUnknownThenResumes(t *testing.T) {
 	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
 	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
 	const key = "drop-1"
-	body := proctest.Visa("o-drop", 500)
+	body := apiclient.Visa("o-drop", 500)
 
 	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
 	r := a.MustPay(t, key, body)
@@ -84,12 +86,12 @@ func TestFaultProvider503NeverChargesThenResumes(t *testing.T) {
 	s := newFaultStack(t)
 	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
 	const key = "err-1"
-	body := proctest.Visa("o-err", 500)
+	body := apiclient.Visa("o-err", 500)
 
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1.0, ErrorStatus: 503})
 	var id string
 	answers := map[int]int{}
-	proctest.Eventually(t, time.Minute, "the breaker opens and refuses", func() bool {
+	testkit.Eventually(t, time.Minute, "the breaker opens and refuses", func() bool {
 		r := a.MustPay(t, key, body)
 		answers[r.Status]++
 		switch r.Status {
@@ -101,7 +103,7 @@ func TestFaultProvider503NeverChargesThenResumes(t *testing.T) {
 			require.Equal(t, id, r.Str("id"))
 			return false
 		case 503:
-			requireProblemAnswer(t, r, 503, "provider_unavailable")
+			require.NoError(t, r.CheckProblem(503, "provider_unavailable"))
 			requireRetryAfter(t, r)
 			return true
 		}
@@ -138,13 +140,13 @@ func TestFaultBreakerOpenRefusesNewKeyThenResumes(t *testing.T) {
 	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
 
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1.0, ErrorStatus: 503})
-	tripped := a.MustPay(t, "trip-1", proctest.Visa("o-trip", 500))
+	tripped := a.MustPay(t, "trip-1", apiclient.Visa("o-trip", 500))
 	requireUnknown(t, s, "trip-1", tripped)
 
 	const key = "new-1"
-	body := proctest.Visa("o-new", 700)
+	body := apiclient.Visa("o-new", 700)
 	r := a.MustPay(t, key, body)
-	requireProblemAnswer(t, r, 503, "provider_unavailable")
+	require.NoError(t, r.CheckProblem(503, "provider_unavailable"))
 	require.Equal(t, 5, requireRetryAfter(t, r), "Retry-After is the breaker's cooldown")
 	p := onlyPaymentOf(t, b, "o-new")
 	require.Equal(t, "CREATED", p["status"], "the refused attempt never reached the provider")
@@ -172,7 +174,7 @@ func TestSyncResolvesUnknownPaymentFromTheProvider(t *testing.T) {
 	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
 	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
 	const key = "sync-1"
-	body := proctest.Visa("o-sync", 500)
+	body := apiclient.Visa("o-sync", 500)
 
 	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
 	r := a.MustPay(t, key, body)

@@ -9,9 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // metricDelta is one expected change of a sample between two scrapes.
@@ -47,8 +48,8 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		"PROVIDER_BREAKER_FAILURES=2", "PROVIDER_BREAKER_COOLDOWN=10m",
 	}})
 	c := s.client
-	body := func(order, pm string, amount int) proctest.Payment {
-		return proctest.Payment{OrderID: order, Amount: int64(amount), Currency: "USD", PaymentMethod: pm}
+	body := func(order, pm string, amount int) apiclient.Payment {
+		return apiclient.Payment{OrderID: order, Amount: int64(amount), Currency: "USD", PaymentMethod: pm}
 	}
 	before := s.scrape(t)
 	// Gauges are there from the first scrape; labelled counters and
@@ -76,9 +77,9 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
 	var wg sync.WaitGroup
-	var slow proctest.Response
+	var slow apiclient.Response
 	wg.Go(func() { slow = c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)) })
-	proctest.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
+	testkit.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
 	require.Equal(t, 409, c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)).Status)
 	wg.Wait()
 	require.Equal(t, 201, slow.Status, "%s", slow)
@@ -108,7 +109,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	orphan.ID, orphan.Reference, orphan.IdempotencyKey = "ch_metrics_2", "", ""
 	require.Equal(t, 200, s.postWebhook(t, s.secret, opsEvent("evt_m_2", providersim.EventChargeSucceeded, orphan), nil).Status)
 	require.Equal(t, 401, s.postWebhook(t, "whsec_forged", opsEvent("evt_m_3", providersim.EventChargeSucceeded, orphan), nil).Status)
-	got := opsOK(t)(c.Get("/v1/payments/" + id))
+	got := c.MustGet(t, "/v1/payments/"+id)
 	require.Equal(t, "SUCCEEDED", got.Str("status"), "%s", got)
 
 	after := s.scrape(t)

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 type stack struct {
@@ -43,14 +45,14 @@ func TestSeedScenario1TimeoutThenRetryReplays(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 800})
 	impatient := proctest.NewClient(s.podA.URL(), s.tenant.APIKey)
 	impatient.HTTP.Timeout = 500 * time.Millisecond
-	if r, err := impatient.Pay("seed-1", proctest.Visa("o-1", 500)); err == nil {
+	if r, err := impatient.Pay("seed-1", apiclient.Visa("o-1", 500)); err == nil {
 		t.Fatalf("first attempt should time out on the client, got %s", r)
 	}
 	// The first request carries on without its client; wait for its charge.
-	proctest.Eventually(t, 10*time.Second, "the slow charge lands", func() bool { return len(s.sim.Charges(t)) == 1 })
-	var r proctest.Response
-	proctest.Eventually(t, 10*time.Second, "retry replays a 201", func() bool {
-		r = s.a.MustPay(t, "seed-1", proctest.Visa("o-1", 500))
+	testkit.Eventually(t, 10*time.Second, "the slow charge lands", func() bool { return len(s.sim.Charges(t)) == 1 })
+	var r apiclient.Response
+	testkit.Eventually(t, 10*time.Second, "retry replays a 201", func() bool {
+		r = s.a.MustPay(t, "seed-1", apiclient.Visa("o-1", 500))
 		return r.Status != 409
 	})
 	if r.Status != 201 || !r.Replayed() || r.Str("status") != "SUCCEEDED" {

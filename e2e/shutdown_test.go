@@ -8,8 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // SIGTERM drains: a create in flight when the signal arrives (its provider
@@ -23,20 +24,20 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 800})
 
 	type answer struct {
-		r   proctest.Response
+		r   apiclient.Response
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		r, err := s.client.Pay("drain-1", proctest.Visa("o-drain", 500))
+		r, err := s.client.Pay("drain-1", apiclient.Visa("o-drain", 500))
 		done <- answer{r, err}
 	}()
 	// The request is in flight once the provider has it.
-	proctest.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
 		return s.sim.Stats(t).ChargeCalls >= 1
 	})
 	require.NoError(t, s.pod.Signal(syscall.SIGTERM))
-	proctest.Eventually(t, 30*time.Second, "the pod starts draining", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the pod starts draining", func() bool {
 		return strings.Contains(s.pod.Logs(), `"msg":"shutting down: draining in-flight requests"`)
 	})
 	// From here readiness never says 200: it answers 503, or (once the

@@ -14,8 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // TestWebhookRacesCompletionAcrossPods: the provider's charge.succeeded
@@ -76,7 +78,7 @@ func TestWebhookRacesCompletionAcrossPods(t *testing.T) {
 	const n = 50
 	ids := make([]string, n)
 	for i := range n {
-		r := client.MustPay(t, fmt.Sprintf("race-%d", i), proctest.Visa(fmt.Sprintf("o-%d", i), 100+int64(i)))
+		r := client.MustPay(t, fmt.Sprintf("race-%d", i), apiclient.Visa(fmt.Sprintf("o-%d", i), 100+int64(i)))
 		if r.Status != http.StatusCreated || r.Str("status") != "SUCCEEDED" {
 			t.Fatalf("payment %d: want 201 SUCCEEDED, got %s", i, r)
 		}
@@ -89,7 +91,7 @@ func TestWebhookRacesCompletionAcrossPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	proctest.Eventually(t, 60*time.Second, "every webhook recorded", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every webhook recorded", func() bool {
 		var got int
 		_ = conn.QueryRow(ctx, "SELECT count(*) FROM webhook_events").Scan(&got)
 		return got == n

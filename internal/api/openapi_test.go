@@ -13,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
@@ -21,15 +22,9 @@ import (
 func loadSpec(t *testing.T) *openapi3.T {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(apispec.OpenAPI)
-	if err != nil {
-		t.Fatalf("load api/openapi.yaml: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("api/openapi.yaml is not a valid OpenAPI document: %v", err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		t.Fatalf("api/openapi.yaml is OpenAPI %s, want 3.1", doc.OpenAPI)
-	}
+	require.NoError(t, err, "load api/openapi.yaml")
+	require.NoError(t, doc.Validate(context.Background()), "api/openapi.yaml is not a valid OpenAPI document")
+	require.True(t, doc.IsOpenAPI31OrLater(), "api/openapi.yaml is OpenAPI %s, want 3.1", doc.OpenAPI)
 	return doc
 }
 
@@ -41,17 +36,13 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	doc := loadSpec(t)
 	h := api.New(api.Deps{Webhooks: http.NotFoundHandler(), OpenAPI: apispec.OpenAPI, Log: slog.New(slog.DiscardHandler)})
 	routes, ok := h.(chi.Routes)
-	if !ok {
-		t.Fatalf("api.New returned %T, not a chi router", h)
-	}
+	require.True(t, ok, "api.New returned %T, not a chi router", h)
 	var served []string
 	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var documented []string
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {
@@ -60,9 +51,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	}
 	slices.Sort(served)
 	slices.Sort(documented)
-	if !slices.Equal(served, documented) {
-		t.Fatalf("routes and api/openapi.yaml differ:\nserved:     %q\ndocumented: %q", served, documented)
-	}
+	require.Equal(t, documented, served, "routes and api/openapi.yaml differ")
 }
 
 // TestOpenAPIProblemCodes checks that the Problem code enum is exactly the
@@ -82,9 +71,7 @@ func TestOpenAPIProblemCodes(t *testing.T) {
 	slices.Sort(sent)
 	sent = slices.Compact(sent)
 	slices.Sort(documented)
-	if !slices.Equal(sent, documented) {
-		t.Fatalf("problem codes differ:\nin the code:            %q\nin api/openapi.yaml:    %q", sent, documented)
-	}
+	require.Equal(t, documented, sent, "problem codes in internal/apperr and in api/openapi.yaml differ")
 }
 
 // stringConsts returns the values of the string constants of file that keep
@@ -92,9 +79,7 @@ func TestOpenAPIProblemCodes(t *testing.T) {
 func stringConsts(t *testing.T, file string, keep func(name string, typ ast.Expr) bool) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []string
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
@@ -112,15 +97,11 @@ func stringConsts(t *testing.T, file string, keep func(name string, typ ast.Expr
 					continue
 				}
 				v, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				out = append(out, v)
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatalf("no error codes found in %s", file)
-	}
+	require.NotEmpty(t, out, "no error codes found in %s", file)
 	return out
 }

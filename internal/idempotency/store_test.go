@@ -14,9 +14,9 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/idempotency"
-	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // longLock keeps a key locked for the whole test.
@@ -77,7 +77,7 @@ func (b *bundle) keyRows(key string) int {
 // waitUnlocked polls, by the database clock, until key's lock has expired.
 func (b *bundle) waitUnlocked(key string) {
 	b.t.Helper()
-	proctest.Eventually(b.t, 30*time.Second, "lock of "+key+" expires", func() bool {
+	testkit.Eventually(b.t, 30*time.Second, "lock of "+key+" expires", func() bool {
 		return b.count(`SELECT count(*) FROM idempotency_keys
 			WHERE tenant_id = $1 AND key = $2 AND locked_until <= now()`, b.tenant, key) == 1
 	})

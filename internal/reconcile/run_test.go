@@ -14,6 +14,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestRunResolvesFromTheProvider(t *testing.T) {
@@ -159,7 +160,7 @@ func TestRunProviderUnreachable(t *testing.T) {
 	b := setup(t)
 	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
 	created := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
-	down := b.newProvider(closedURL(t), provider.Config{})
+	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 
 	_, err := b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Run(b.ctx)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable, "the job could not run: exit 1")
@@ -181,7 +182,7 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 	b.failLookups.Store(true)
 	// The first failed look-up opens the breaker: the first check ends
 	// unreachable, and no other check starts while the breaker is open.
-	p := b.newProvider(b.simURL, provider.Config{
+	p := b.newProvider(b.sim.URL(), provider.Config{
 		CallTimeout: 300 * time.Millisecond, RetryBudget: time.Second, BreakerFailures: 1, BreakerCooldown: time.Hour,
 	})
 	sum, err := b.reconcilerWith(b.pool, p, testPayments, reconcile.Config{Workers: 1}).Run(b.ctx)
@@ -210,7 +211,7 @@ func TestRunAbandonsCreatedWithoutAskingTheProvider(t *testing.T) {
 	abandoned := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
 	// Its key is still locked by a live request: left alone.
 	live := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute, locked: true})
-	before := b.simStats()
+	before := b.sim.Stats(t)
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
 	require.NoError(t, err)
@@ -229,7 +230,7 @@ func TestRunAbandonsCreatedWithoutAskingTheProvider(t *testing.T) {
 	require.Equal(t, 0, a.CheckCount, "a busy key is not a check")
 	requireAbout(t, testPayments.LockTTL, reconcile.DefaultJitter, b.untilNextCheck(live))
 
-	require.Equal(t, before.ChargeCalls, b.simStats().ChargeCalls)
+	require.Equal(t, before.ChargeCalls, b.sim.Stats(t).ChargeCalls)
 	require.Zero(t, b.lookups.Load(), "no look-up either")
 }
 
@@ -271,7 +272,7 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 		pool, err := db.Open(b.ctx, b.db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		r := b.reconcilerWith(pool, b.newProvider(b.simURL, provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
+		r := b.reconcilerWith(pool, b.newProvider(b.sim.URL(), provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
 		wg.Go(func() {
 			<-start
 			sums[i], errs[i] = r.Run(context.Background())
@@ -340,7 +341,7 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 		ids = append(ids, b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute}))
 	}
 	b.failLookups.Store(true) // every check spends its whole retry budget
-	p := b.newProvider(b.simURL, provider.Config{
+	p := b.newProvider(b.sim.URL(), provider.Config{
 		CallTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerFailures: 1000, BreakerCooldown: time.Second,
 	})
 	cfg := payments.Config{LockTTL: time.Second, KeyTTL: time.Hour, CallTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerCooldown: time.Second}

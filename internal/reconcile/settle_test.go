@@ -9,6 +9,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestSettleRefundsOrphansOnce(t *testing.T) {
@@ -32,7 +33,7 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 	_, err := b.provider.Refund(b.ctx, refundedGhost.ID, "manual_refund")
 	require.NoError(t, err)
 
-	charges := b.simCharges()
+	charges := b.sim.Charges(t)
 	require.Len(t, charges, 8)
 	day := time.Unix(charges[0].Created, 0).UTC()
 	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
@@ -54,11 +55,11 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 		rep, err := r.Settle(b.ctx, day)
 		require.NoError(t, err)
 		require.Equal(t, want, rep, "settling a day again reports the same")
-		require.Equal(t, int64(3), b.simStats().Refunds, "one refund per orphan, however often settled")
+		require.Equal(t, int64(3), b.sim.Stats(t).Refunds, "one refund per orphan, however often settled")
 	}
 
 	refunded := map[string]bool{}
-	for _, c := range b.simCharges() {
+	for _, c := range b.sim.Charges(t) {
 		refunded[c.Reference] = c.Refunded
 	}
 	require.Equal(t, map[string]bool{
@@ -87,7 +88,7 @@ func TestSettleEmptyDayAndUnreachableProvider(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Report{Day: "2020-02-29"}, rep)
 
-	down := b.newProvider(closedURL(t), provider.Config{})
+	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 	_, err = b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Settle(b.ctx, day)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable)
 }

@@ -2,10 +2,7 @@ package reconcile_test
 
 import (
 	"context"
-	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
@@ -33,7 +31,7 @@ type bundle struct {
 	ctx      context.Context
 	db       *testdb.DB
 	pool     *pgxpool.Pool
-	simURL   string
+	sim      *proctest.Sim
 	provider *provider.Resilient
 	tenantID string
 
@@ -47,34 +45,29 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{t: t, ctx: t.Context(), db: testdb.New(t)}
 	b.pool = b.db.Pool
-	sim, err := providersim.New(providersim.Config{APIKey: simAPIKey})
-	require.NoError(t, err)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("idempotency_key") {
-			b.lookups.Add(1)
-			if b.failLookups.Load() {
-				http.Error(w, `{"error":{"code":"unavailable"}}`, http.StatusServiceUnavailable)
-				return
+	b.sim = proctest.ServeSim(t, providersim.Config{APIKey: simAPIKey}, func(sim http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("idempotency_key") {
+				b.lookups.Add(1)
+				if b.failLookups.Load() {
+					http.Error(w, `{"error":{"code":"unavailable"}}`, http.StatusServiceUnavailable)
+					return
+				}
 			}
-		}
-		sim.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = sim.Close()
+			sim.ServeHTTP(w, r)
+		})
 	})
-	b.simURL = srv.URL
-	b.provider = b.newProvider(srv.URL, provider.Config{})
+	b.provider = b.newProvider(b.sim.URL(), provider.Config{})
 	ten, err := tenants.Create(b.ctx, b.pool, "reconcile-test")
 	require.NoError(t, err)
 	b.tenantID = ten.ID
 	return b
 }
 
-// newProvider is a resilient client of url (fast retries for tests when cfg is zero).
+// newProvider is a resilient client of url (proctest.FastProvider when cfg is zero).
 func (b *bundle) newProvider(url string, cfg provider.Config) *provider.Resilient {
-	if cfg.CallTimeout == 0 {
-		cfg = provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: 10 * time.Second}
+	if cfg == (provider.Config{}) {
+		cfg = proctest.FastProvider
 	}
 	return provider.NewResilient(provider.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
 }
@@ -251,40 +244,6 @@ func requireAbout(t *testing.T, d time.Duration, jitter float64, got time.Durati
 	lo := time.Duration(float64(d)*(1-jitter)) - time.Second
 	hi := time.Duration(float64(d)*(1+jitter)) + time.Second
 	require.True(t, got >= lo && got <= hi, "got %s, want %s ±%.0f%%", got, d, jitter*100)
-}
-
-// simGet decodes a control-API answer of the simulator.
-func (b *bundle) simGet(path string, out any) {
-	b.t.Helper()
-	resp, err := http.Get(b.simURL + path)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	require.Equal(b.t, http.StatusOK, resp.StatusCode)
-	require.NoError(b.t, json.NewDecoder(resp.Body).Decode(out))
-}
-
-func (b *bundle) simStats() providersim.Stats {
-	var st providersim.Stats
-	b.simGet("/_sim/stats", &st)
-	return st
-}
-
-func (b *bundle) simCharges() []providersim.Charge {
-	var out struct {
-		Data []providersim.Charge `json:"data"`
-	}
-	b.simGet("/_sim/charges", &out)
-	return out.Data
-}
-
-// closedURL is an http URL on which nothing listens.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return "http://" + addr
 }
 
 func ptr[T any](v T) *T { return &v }
