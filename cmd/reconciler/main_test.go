@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
@@ -104,15 +105,9 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	simURL := startSim(t)
 	ctx := t.Context()
 	// One UNKNOWN payment, unchanged for 10 minutes, that the provider charged.
-	_, err := db.Pool.Exec(ctx, `
-		INSERT INTO tenants (id, name, api_key_sha256) VALUES ('ten_1', 't', '\x01');
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		VALUES ('pay_1', 'ten_1', 'o-1', 'k-1', 500, 'USD', 'pm_card_visa', 'UNKNOWN', now() - interval '10 minutes');
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
-		VALUES ('ten_1', 'k-1', '\x00', 'pay_1', now() + interval '1 day')`)
-	require.NoError(t, err)
+	a := testdb.Attempt(t, db.Pool, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	ch, err := provider.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
-		Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_1", IdempotencyKey: "psvc_pay_1",
+		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod, Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
 	})
 	require.NoError(t, err)
 	env := []string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL}

@@ -47,10 +47,8 @@ func setup(t testing.TB) *bundle {
 	t.Cleanup(srv.Close)
 
 	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, "")}
-	b.a, err = tenants.Create(t.Context(), d.Pool, "shop-a")
-	require.NoError(t, err)
-	b.b, err = tenants.Create(t.Context(), d.Pool, "shop-b")
-	require.NoError(t, err)
+	b.a = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-a"})
+	b.b = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-b"})
 	return b
 }
 

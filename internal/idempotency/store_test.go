@@ -14,7 +14,6 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/idempotency"
-	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
@@ -34,9 +33,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	d := testdb.New(t)
-	tn, err := tenants.Create(t.Context(), d.Pool, "t")
-	require.NoError(t, err)
-	return &bundle{t: t, pool: d.Pool, tenant: tn.ID}
+	return &bundle{t: t, pool: d.Pool, tenant: testdb.Tenant(t, d.Pool, testdb.TenantOpts{}).ID}
 }
 
 func fingerprint(s string) []byte {
@@ -46,14 +43,9 @@ func fingerprint(s string) []byte {
 
 // acquire runs Acquire for key with a CREATED attempt for order as the new key's attempt.
 func (b *bundle) acquire(ctx context.Context, cfg idempotency.Config, key, order string, fp []byte) (idempotency.Result, error) {
-	return idempotency.Acquire(ctx, b.pool, cfg, b.tenant, key, fp, attempts.NewID(),
-		func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-			_, err := attempts.Insert(ctx, tx, attempts.New{
-				ID: attemptID, TenantID: b.tenant, OrderID: order, IdempotencyKey: key,
-				Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa",
-			})
-			return err
-		})
+	return idempotency.Acquire(ctx, b.pool, cfg, b.tenant, key, fp, attempts.NewID(), testdb.InsertAttempt(attempts.New{
+		TenantID: b.tenant, OrderID: order, IdempotencyKey: key, Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa",
+	}))
 }
 
 func (b *bundle) mustAcquire(cfg idempotency.Config, key, order string, fp []byte) idempotency.Result {
@@ -337,9 +329,7 @@ func TestKeysAreScopedToTheTenant(t *testing.T) {
 	fp := fingerprint("req")
 	mine := b.mustAcquire(longLock, "k", "o-1", fp)
 
-	other, err := tenants.Create(t.Context(), b.pool, "other")
-	require.NoError(t, err)
-	ob := &bundle{t: t, pool: b.pool, tenant: other.ID}
+	ob := &bundle{t: t, pool: b.pool, tenant: testdb.Tenant(t, b.pool, testdb.TenantOpts{Name: "other"}).ID}
 	theirs := ob.mustAcquire(longLock, "k", "o-1", fp)
 	require.Equal(t, idempotency.Owned, theirs.Outcome)
 	require.True(t, theirs.Created)

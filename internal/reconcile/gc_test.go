@@ -12,22 +12,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
 )
 
-// seedAttempts inserts n attempts id prefix||i in status (cycling through
-// statuses), each with a key that expires at now() + expiresIn.
-func (b *bundle) seedAttempts(prefix string, n int, statuses []string, expiresIn time.Duration) {
+// seedAttempts seeds n attempts prefix+i in statuses (cycling), changed
+// three days ago, each with a key that expires at now() + expiresIn.
+func (b *bundle) seedAttempts(prefix string, n int, statuses []attempts.Status, expiresIn time.Duration) {
 	b.t.Helper()
-	b.exec(`
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		SELECT $1 || i, $2, $1 || i, $1 || i, 500, 'USD', 'pm_card_visa',
-		       ($4::text[])[1 + i % cardinality($4::text[])], now() - interval '3 days'
-		FROM generate_series(1, $3::int) AS i`, prefix, b.tenantID, n, statuses)
-	b.exec(`
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, response_code, response_body, created_at, expires_at)
-		SELECT $2, $1 || i, '\x00', $1 || i, 201, '{}', now() - interval '3 days', now() + $4::bigint * interval '1 millisecond'
-		FROM generate_series(1, $3::int) AS i`, prefix, b.tenantID, n, expiresIn.Milliseconds())
+	testdb.Attempts(b.t, b.pool, testdb.AttemptsOpts{
+		TenantID: b.tenantID, Prefix: prefix, N: n, Statuses: statuses, Age: 72 * time.Hour, KeyExpiresIn: expiresIn,
+	})
 }
 
 func (b *bundle) keyIDs() []string {
@@ -48,10 +44,10 @@ func (b *bundle) keyIDs() []string {
 func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	final := []string{"SUCCEEDED", "FAILED"}
+	final := []attempts.Status{attempts.Succeeded, attempts.Failed}
 	b.seedAttempts("gone_", 10_000, final, -time.Hour)
 	// Expired, but their payments are not final: a retry must resume them.
-	b.seedAttempts("unresolved_", 6, []string{"CREATED", "PENDING", "UNKNOWN"}, -time.Hour)
+	b.seedAttempts("unresolved_", 6, []attempts.Status{attempts.Created, attempts.Pending, attempts.Unknown}, -time.Hour)
 	// Final, but not expired.
 	b.seedAttempts("fresh_", 4, final, time.Hour)
 	// As autovacuum would have: without statistics, the generic plan that a
@@ -80,8 +76,8 @@ func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
 func TestClaimUsesThePartialIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seedAttempts("done_", 100_000, []string{"SUCCEEDED", "FAILED"}, time.Hour)
-	b.seedAttempts("due_", 100, []string{"UNKNOWN", "PENDING", "CREATED"}, time.Hour)
+	b.seedAttempts("done_", 100_000, []attempts.Status{attempts.Succeeded, attempts.Failed}, time.Hour)
+	b.seedAttempts("due_", 100, []attempts.Status{attempts.Unknown, attempts.Pending, attempts.Created}, time.Hour)
 	b.exec(`ANALYZE payment_attempts`)
 
 	query := generatedQuery(t, "../db/attempts_schedule.sql.go", "attemptClaimDue")

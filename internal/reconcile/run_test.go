@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -21,14 +21,15 @@ func TestRunResolvesFromTheProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	old := 10 * time.Minute
-	succeeded := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded})
-	pending := b.attempt(attemptOpts{status: attempts.Pending, age: old, charge: chargeSucceeded})
-	declined := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeDeclined})
-	noRecord := b.attempt(attemptOpts{status: attempts.Unknown, age: old})
+	succeeded := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
+	pending := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Pending, Age: old})
+	declined := b.attempt(chargeDeclined, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
+	noRecord := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
 	// Not touched: too young, not due yet, final.
-	young := b.attempt(attemptOpts{status: attempts.Unknown, age: time.Minute, charge: chargeSucceeded})
-	notDue := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded, nextCheck: ptr(time.Hour), checkCount: 2})
-	final := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded})
+	young := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: time.Minute})
+	notDue := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old, NextCheck: ptr(time.Hour), CheckCount: 2})
+	final := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old})
+	notDueAt := b.get(notDue).NextCheckAt
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
 	require.NoError(t, err)
@@ -56,7 +57,7 @@ func TestRunResolvesFromTheProvider(t *testing.T) {
 	}
 	require.Nil(t, b.get(young).NextCheckAt)
 	require.Equal(t, 2, b.get(notDue).CheckCount)
-	requireAbout(t, time.Hour, 0, b.untilNextCheck(notDue))
+	require.Equal(t, notDueAt, b.get(notDue).NextCheckAt, "its next check is left as scheduled")
 	hist, err := attempts.History(b.ctx, b.pool, final)
 	require.NoError(t, err)
 	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, hist)
@@ -85,7 +86,7 @@ func TestRunLeavesRecentNotFoundUnknown(t *testing.T) {
 	// still land for LockTTL + RetryBudget + CallTimeout (5m0.8s here).
 	cfg := testPayments
 	cfg.LockTTL = 5 * time.Minute
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 3 * time.Minute})
+	id := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 3 * time.Minute})
 
 	sum, err := b.reconcilerWith(b.pool, b.provider, cfg, reconcile.Config{Lease: 10 * time.Minute}).Run(b.ctx)
 	require.NoError(t, err)
@@ -104,16 +105,16 @@ func TestRunSchedulesChecksThenFlagsForReview(t *testing.T) {
 	b := setup(t)
 	// Each was checked checkCount times before; none is found, none is quiet
 	// long enough (5s < 30.8s) to be failed.
-	recent := attemptOpts{status: attempts.Unknown, age: 5 * time.Second}
+	recent := testdb.AttemptOpts{Status: attempts.Unknown, Age: 5 * time.Second}
 	at := map[int]string{}
 	for _, n := range []int{0, 1, 2, 3, 4, 5} {
 		o := recent
-		o.checkCount = n
-		at[n] = b.attempt(o)
+		o.CheckCount = n
+		at[n] = b.attempt(noCharge, o)
 	}
 	o := recent
-	o.checkCount, o.review = 9, true
-	flagged := b.attempt(o)
+	o.CheckCount, o.NeedsReview = 9, true
+	flagged := b.attempt(noCharge, o)
 
 	sum, err := b.reconciler(reconcile.Config{MinAge: time.Second}).Run(b.ctx)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestRunSchedulesChecksThenFlagsForReview(t *testing.T) {
 func TestRunProviderLookupsFailing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	b.failLookups.Store(true) // the provider is up (the probe lists), but look-ups fail
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
@@ -158,8 +159,8 @@ func TestRunProviderLookupsFailing(t *testing.T) {
 func TestRunProviderUnreachable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
-	created := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
+	created := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute})
 	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 
 	_, err := b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Run(b.ctx)
@@ -177,7 +178,7 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 	b := setup(t)
 	var ids []string
 	for range 20 {
-		ids = append(ids, b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute}))
+		ids = append(ids, b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute}))
 	}
 	b.failLookups.Store(true)
 	// The first failed look-up opens the breaker: the first check ends
@@ -208,9 +209,9 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 func TestRunAbandonsCreatedWithoutAskingTheProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	abandoned := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
+	abandoned := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute})
 	// Its key is still locked by a live request: left alone.
-	live := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute, locked: true})
+	live := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute, KeyState: testdb.KeyLocked})
 	before := b.sim.Stats(t)
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
@@ -240,25 +241,10 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 200
-	b.exec(`
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		SELECT 'pay_conc' || i, $1, 'order-' || i, 'key-' || i, 500, 'USD', 'pm_card_visa', 'UNKNOWN', now() - interval '10 minutes'
-		FROM generate_series(1, $2::int) AS i`, b.tenantID, n)
-	b.exec(`
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
-		SELECT $1, 'key-' || i, '\x00', 'pay_conc' || i, now() + interval '48 hours'
-		FROM generate_series(1, $2::int) AS i`, b.tenantID, n)
-	b.exec(`
-		INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
-		SELECT 'pay_conc' || i, 'PENDING', 'UNKNOWN', 'api', 'seeded'
-		FROM generate_series(1, $1::int) AS i`, n)
+	ids := testdb.Attempts(t, b.pool, testdb.AttemptsOpts{TenantID: b.tenantID, Prefix: "pay_conc", N: n, Age: 10 * time.Minute})
 	// Half of them reached the provider.
-	for i := 1; i <= n/2; i++ {
-		id := "pay_conc" + strconv.Itoa(i)
-		r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
-			Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: id, IdempotencyKey: attempts.ProviderKey(id),
-		})
-		require.Equal(t, provider.Succeeded, r.Outcome)
+	for _, id := range ids[:n/2] {
+		b.charge(id, "")
 	}
 
 	var (
@@ -321,7 +307,7 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 func TestRunCancelledTouchesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	ctx, cancel := context.WithCancel(b.ctx)
 	cancel()
 	_, err := b.reconciler(reconcile.Config{}).Run(ctx)
@@ -338,7 +324,7 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 	b := setup(t)
 	var ids []string
 	for range 10 {
-		ids = append(ids, b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute}))
+		ids = append(ids, b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute}))
 	}
 	b.failLookups.Store(true) // every check spends its whole retry budget
 	p := b.newProvider(b.sim.URL(), provider.Config{

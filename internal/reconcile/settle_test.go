@@ -9,6 +9,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -16,15 +17,15 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	old := 10 * time.Minute
-	matched := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded})
-	mismatch := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded, amount: 700})
-	declined := b.attempt(attemptOpts{status: attempts.Failed, age: old, charge: chargeDeclined})
+	matched := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old})
+	mismatch := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old, Amount: 700})
+	declined := b.attempt(chargeDeclined, testdb.AttemptOpts{Status: attempts.Failed, Age: old})
 	// The customer was charged, but our payment says FAILED: an orphan.
-	failedButCharged := b.attempt(attemptOpts{status: attempts.Failed, age: old, charge: chargeSucceeded})
+	failedButCharged := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Failed, Age: old})
 	// Not final yet: Run resolves it with the charge; settlement leaves it.
-	unresolved := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded})
+	unresolved := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
 	// SUCCEEDED here, but the provider has no such charge.
-	missing := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, chargeID: "ch_not_at_provider"})
+	missing := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old, ChargeID: "ch_not_at_provider"})
 	// Charges nobody here made: one succeeded, one failed, one succeeded and
 	// already refunded by someone else.
 	ghost := b.charge("pay_ghost1", "pm_card_visa")
@@ -81,7 +82,7 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 func TestSettleEmptyDayAndUnreachableProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.attempt(attemptOpts{status: attempts.Succeeded, charge: chargeSucceeded})
+	b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded})
 	day, err := reconcile.ParseDay("2020-02-29")
 	require.NoError(t, err)
 	rep, err := b.reconciler(reconcile.Config{}).Settle(b.ctx, day)
@@ -104,9 +105,13 @@ func TestParseDay(t *testing.T) {
 	}
 }
 
-// charge makes a charge at the simulator for reference ref under its derived key.
+// charge makes a charge of 500 at the simulator for reference ref under its
+// derived key, with method ("" for pm_card_visa).
 func (b *bundle) charge(ref, method string) provider.Charge {
 	b.t.Helper()
+	if method == "" {
+		method = "pm_card_visa"
+	}
 	r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
 		Amount: 500, Currency: "USD", PaymentMethod: method, Reference: ref, IdempotencyKey: attempts.ProviderKey(ref),
 	})

@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/db"
-	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
@@ -105,103 +102,25 @@ const (
 	chargeDeclined
 )
 
-// attemptOpts describe an attempt to seed.
-type attemptOpts struct {
-	status     attempts.Status // CREATED, PENDING, UNKNOWN, SUCCEEDED or FAILED
-	age        time.Duration   // how long ago its last change was
-	charge     charge          // what the provider has under its derived key
-	amount     int64           // default 500
-	chargeID   string          // recorded charge of a SUCCEEDED attempt without a provider charge
-	locked     bool            // a live request holds its key
-	checkCount int
-	review     bool
-	nextCheck  *time.Duration // next_check_at = now() + *nextCheck; nil: NULL
-}
-
-// attempt seeds an attempt the way the service leaves it: key and attempt
-// committed together, the audited transitions of its path, the provider's
-// charge under the derived key, and the key unlocked unless o.locked.
-func (b *bundle) attempt(o attemptOpts) string {
-	t := b.t
-	t.Helper()
-	if o.amount == 0 {
-		o.amount = 500
+// attempt seeds an attempt (testdb.Attempt, in the bundle's tenant) after
+// the simulator made the charge ch under its derived key, as a call of the
+// service would have: a declined charge fails it with card_declined; a
+// FAILED attempt whose charge succeeded (an orphan) records no charge.
+func (b *bundle) attempt(ch charge, o testdb.AttemptOpts) string {
+	b.t.Helper()
+	o.TenantID, o.ID = b.tenantID, attempts.NewID()
+	if ch == chargeDeclined {
+		o.PaymentMethod = "pm_card_declined"
 	}
-	id := attempts.NewID()
-	key := "key-" + id
-	method := "pm_card_visa"
-	if o.charge == chargeDeclined {
-		method = "pm_card_declined"
+	if ch != noCharge {
+		// Always 500, whatever the attempt's amount, as settlement's
+		// amount-mismatch case needs.
+		o.ChargeID = b.charge(o.ID, o.PaymentMethod).ID
 	}
-	res, err := idempotency.Acquire(b.ctx, b.pool, idempotency.Config{LockTTL: testPayments.LockTTL, KeyTTL: testPayments.KeyTTL},
-		b.tenantID, key, []byte("fp"), id, func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-			_, err := attempts.Insert(ctx, tx, attempts.New{
-				ID: attemptID, TenantID: b.tenantID, OrderID: "order-" + attemptID, IdempotencyKey: key,
-				Amount: o.amount, Currency: "USD", PaymentMethod: method,
-			})
-			return err
-		})
-	require.NoError(t, err)
-	require.Equal(t, idempotency.Owned, res.Outcome)
-
-	var ch *provider.Charge
-	if o.charge != noCharge {
-		r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
-			Amount: 500, Currency: "USD", PaymentMethod: method, Reference: id, IdempotencyKey: attempts.ProviderKey(id),
-		})
-		require.NotNil(t, r.Charge, "charge at the simulator: %v", r.Err)
-		ch = r.Charge
+	if o.Status == attempts.Failed && ch != chargeDeclined {
+		o.ChargeID, o.FailureCode = "", attempts.FailureProviderNoRecord
 	}
-	var path []attempts.Change
-	switch o.status {
-	case attempts.Pending:
-		path = []attempts.Change{{To: attempts.Pending}}
-	case attempts.Unknown:
-		path = []attempts.Change{{To: attempts.Pending}, {To: attempts.Unknown}}
-	case attempts.Succeeded:
-		c := attempts.Change{To: attempts.Succeeded, ChargeID: o.chargeID}
-		if ch != nil {
-			c.ChargeID = ch.ID
-		}
-		path = []attempts.Change{{To: attempts.Pending}, c}
-	case attempts.Failed:
-		c := attempts.Change{To: attempts.Failed, FailureCode: attempts.FailureProviderNoRecord}
-		if o.charge == chargeDeclined {
-			c.ChargeID, c.FailureCode = ch.ID, "card_declined"
-		}
-		path = []attempts.Change{{To: attempts.Pending}, c}
-	}
-	require.NoError(t, db.WithTx(b.ctx, b.pool, func(tx pgx.Tx) error {
-		for _, c := range path {
-			c.ID, c.Source, c.Reason = id, attempts.SourceAPI, "test"
-			if _, applied, err := attempts.Transition(b.ctx, tx, c); err != nil || !applied {
-				require.True(t, applied, "transition to %s", c.To)
-				return err
-			}
-		}
-		a, err := attempts.Get(b.ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if a.Status.Final() {
-			_, err = payments.FinishKey(b.ctx, tx, res.Lock, a)
-		}
-		return err
-	}))
-	if !o.locked && !o.status.Final() {
-		_, err = idempotency.Release(b.ctx, b.pool, res.Lock)
-		require.NoError(t, err)
-	}
-	var next *int64
-	if o.nextCheck != nil {
-		ms := o.nextCheck.Milliseconds()
-		next = &ms
-	}
-	b.exec(`UPDATE payment_attempts
-		SET updated_at = now() - $2::bigint * interval '1 millisecond', check_count = $3, needs_review = $4,
-		    next_check_at = now() + $5::bigint * interval '1 millisecond'
-		WHERE id = $1`, id, o.age.Milliseconds(), o.checkCount, o.review, next)
-	return id
+	return testdb.Attempt(b.t, b.pool, o).ID
 }
 
 func (b *bundle) exec(sql string, args ...any) {
