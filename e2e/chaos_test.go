@@ -146,7 +146,7 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 		case 202, 409, 503: // unknown, busy, breaker open: retry with the same key
 			return false
 		}
-		t.Fatalf("round %d (%s): unexpected answer %s", round, f.name, r)
+		require.Failf(t, "unexpected answer", "round %d (%s): %s", round, f.name, r)
 		return false
 	})
 	if f.sim != nil && tries <= faultTries {
@@ -178,9 +178,7 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 func (rig *chaosRig) restartCrashed(t *testing.T, pod *proctest.Process, err error) {
 	t.Helper()
 	for _, p := range rig.plain {
-		if p == pod {
-			t.Fatalf("%s is not armed with a failpoint, yet the request failed: %v", pod.Name, err)
-		}
+		require.NotSame(t, p, pod, "%s is not armed with a failpoint, yet the request failed: %v", pod.Name, err)
 	}
 	testkit.Eventually(t, 30*time.Second, pod.Name+" exits", pod.Exited)
 	require.Equal(t, 137, pod.ExitCode(), "%s's exit status", pod.Name)

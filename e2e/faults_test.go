@@ -107,7 +107,7 @@ func TestFaultProvider503NeverChargesThenResumes(t *testing.T) {
 			requireRetryAfter(t, r)
 			return true
 		}
-		t.Fatalf("want 202 or 503 while the provider fails, got %s", r)
+		require.Failf(t, "unexpected answer", "want 202 or 503 while the provider fails, got %s", r)
 		return false
 	})
 	require.Positive(t, answers[202], "the first request reached the provider: its outcome is unknown")

@@ -129,7 +129,7 @@ func TestManyConcurrentRequestsOneKeyOneCharge(t *testing.T) {
 		case http.StatusConflict:
 			require.Equal(t, "idempotency_key_in_use", r.Str("code"), "body: %s", r.Raw)
 		default:
-			t.Fatalf("request %d: want 201 or 409, got %s", i, r)
+			require.Failf(t, "unexpected answer", "request %d: want 201 or 409, got %s", i, r)
 		}
 	}
 	require.GreaterOrEqual(t, created, 1)

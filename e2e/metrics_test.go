@@ -27,9 +27,7 @@ func requireDeltas(t *testing.T, before, after opsMetrics, want []metricDelta) {
 	t.Helper()
 	for _, w := range want {
 		got := after.value(w.name, w.labels) - before.value(w.name, w.labels)
-		if got != w.delta {
-			t.Errorf("%s%v moved by %v, want %v", w.name, w.labels, got, w.delta)
-		}
+		require.Equal(t, w.delta, got, "%s%v moved by", w.name, w.labels)
 	}
 }
 
@@ -76,12 +74,16 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	// in_use → 409 while a slow first request holds the key.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
-	var wg sync.WaitGroup
-	var slow apiclient.Response
-	wg.Go(func() { slow = c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)) })
+	var (
+		wg      sync.WaitGroup
+		slow    apiclient.Response
+		slowErr error
+	)
+	wg.Go(func() { slow, slowErr = c.Pay("m-4", body("o-4", "pm_card_visa", 500)) }) // a goroutine must not fail the test
 	testkit.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
 	require.Equal(t, 409, c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)).Status)
 	wg.Wait()
+	require.NoError(t, slowErr)
 	require.Equal(t, 201, slow.Status, "%s", slow)
 	// unknown → 202: two 503s open the breaker, the third try is refused.
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503})

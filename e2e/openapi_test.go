@@ -140,7 +140,10 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	got := get(c, "/v1/payments/"+id, nil)
 	require.Equal(t, 200, got.Status, "%s", got)
 	require.JSONEq(t, string(first.Raw), string(got.Raw))
-	require.Equal(t, 200, get(c, "/v1/payments/"+id+"?sync=true", nil).Status)
+	synced := get(c, "/v1/payments/"+id+"?sync=true", nil)
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, "SUCCEEDED", synced.Str("status"))
+	require.JSONEq(t, string(first.Raw), string(synced.Raw), "sync of a final payment changes nothing")
 	list := get(c, "/v1/payments?order_id=o-1", nil)
 	require.Equal(t, 200, list.Status, "%s", list)
 	require.Len(t, list.JSON["data"], 1)
@@ -156,14 +159,22 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
 	slow := `{"order_id":"o-4","amount":900,"currency":"USD","payment_method":"pm_card_visa"}`
-	var wg sync.WaitGroup
-	var slowResp apiclient.Response
-	wg.Go(func() { slowResp = pay("oa-4", slow, nil) })
+	var (
+		wg       sync.WaitGroup
+		slowResp apiclient.Response
+		slowErr  error
+	)
+	// Not pay: a goroutine must not fail the test.
+	wg.Go(func() {
+		slowResp, slowErr = c.Do(http.MethodPost, "/v1/payments", []byte(slow),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-4"})
+	})
 	testkit.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
 	busy := pay("oa-4", slow, nil)
 	require.NoError(t, busy.CheckProblem(409, "idempotency_key_in_use"))
 	requireRetryAfter(t, busy)
 	wg.Wait()
+	require.NoError(t, slowErr)
 	require.Equal(t, 201, slowResp.Status, "%s", slowResp)
 	s.sim.ClearFaults(t)
 
@@ -174,7 +185,10 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 202, unknown.Status, "%s", unknown)
 	require.Equal(t, string(attempts.Unknown), unknown.Str("status"))
 	// The provider cannot be asked while the breaker is open: sync answers what is known.
-	require.Equal(t, 200, get(c, "/v1/payments/"+unknown.Str("id")+"?sync=true", nil).Status)
+	synced = get(c, "/v1/payments/"+unknown.Str("id")+"?sync=true", nil)
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, string(attempts.Unknown), synced.Str("status"))
+	require.Equal(t, unknown.Str("id"), synced.Str("id"))
 	// 503 while the breaker is open. A slow machine may reach the end of the
 	// cooldown first: then the trial call fails, reopening it, and the new
 	// payment is another 202; try again with a new order.

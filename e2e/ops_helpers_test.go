@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
@@ -89,9 +91,7 @@ func setupOps(t *testing.T, opt opsOptions) *opsStack {
 	}
 	s.pod = proctest.StartPod(t, proctest.PodOptions{Name: "ops-pod", DatabaseURL: dbURL, ProviderURL: s.sim.URL(), Env: podEnv})
 	u, err := url.Parse(s.pod.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	hookTarget.Store(u)
 	s.tenant = proctest.CreateTenant(t, s.db.URL, "ops-shop")
 	s.client = proctest.NewClient(s.pod.URL(), s.tenant.APIKey)
@@ -140,19 +140,11 @@ type opsMetrics map[string]*dto.MetricFamily
 // scrape fetches and parses the pod's /metrics.
 func (s *opsStack) scrape(t *testing.T) opsMetrics {
 	t.Helper()
-	resp, err := http.Get(s.pod.URL() + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
-	}
+	r := s.anon.MustGet(t, "/metrics")
+	require.Equal(t, http.StatusOK, r.Status, "GET /metrics")
 	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.Raw))
+	require.NoError(t, err, "parse /metrics")
 	return opsMetrics(fams)
 }
 

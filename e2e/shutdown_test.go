@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,9 +42,15 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "the pod starts draining", func() bool {
 		return strings.Contains(s.pod.Logs(), `"msg":"shutting down: draining in-flight requests"`)
 	})
-	// From here readiness never says 200: it answers 503, or (once the
-	// listener is closed, which Shutdown does at once) nothing at all.
-	if r, err := s.anon.Get("/readyz"); err == nil {
+	// From here readiness never says 200: it answers 503 "draining", or,
+	// once the listener is closed (which Shutdown does at once), the
+	// connection is refused or reset. Both are "not ready" and both are
+	// checked; which one a run sees depends on timing, so the 503 answer
+	// itself is pinned by internal/api's TestReadyzWhileDraining.
+	if r, err := s.anon.Get("/readyz"); err != nil {
+		require.True(t, errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF),
+			"/readyz while draining: want 503 or a closed listener, got %v", err)
+	} else {
 		require.Equal(t, 503, r.Status, "/readyz while draining: %s", r)
 		require.Equal(t, "draining", r.Str("status"))
 	}

@@ -138,7 +138,7 @@ func TestAcquireRaceHasExactlyOneOwner(t *testing.T) {
 			inUse++
 			require.GreaterOrEqual(t, r.RetryAfter, 1)
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			require.Failf(t, "unexpected outcome", "%v", r.Outcome)
 		}
 	}
 	require.Len(t, owners, 1)
@@ -172,7 +172,7 @@ func TestTakeoverRaceAfterLockExpiryHasExactlyOneWinner(t *testing.T) {
 			winners = append(winners, r)
 		case idempotency.InUse:
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			require.Failf(t, "unexpected outcome", "%v", r.Outcome)
 		}
 	}
 	require.Len(t, winners, 1)

@@ -66,16 +66,13 @@ func startNATSServer(t testing.TB) *natsServer {
 func (s *natsServer) start() {
 	s.t.Helper()
 	s.mu.Lock()
-	if s.cmd != nil {
-		s.mu.Unlock()
-		s.t.Fatal("nats-server already running")
-	}
+	running := s.cmd != nil
+	s.mu.Unlock()
+	require.False(s.t, running, "nats-server already running")
 	cmd := exec.Command(natsServerBin, "-a", s.host, "-p", s.port, "-js", "-sd", s.dir)
 	cmd.Stdout, cmd.Stderr = &s.out, &s.out
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		s.t.Fatalf("start %s: %v", natsServerBin, err)
-	}
+	require.NoError(s.t, cmd.Start(), "start %s", natsServerBin)
+	s.mu.Lock()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	s.cmd, s.exited = cmd, exited

@@ -1,12 +1,13 @@
 package providersim
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var chargeIDPattern = regexp.MustCompile(`^ch_[0-9a-f]{24}$`)
@@ -29,10 +30,10 @@ func TestAPIKeyRequired(t *testing.T) {
 			req.Header.Set("Authorization", tc.auth)
 		}
 		r := send(t, b.client, req)
-		equal(t, r.status, http.StatusUnauthorized, tc.name+" status")
-		equal(t, errorCode(t, r), "unauthorized", tc.name+" code")
+		require.Equal(t, http.StatusUnauthorized, r.status, tc.name+" status")
+		require.Equal(t, "unauthorized", errorCode(t, r), tc.name+" code")
 	}
-	equal(t, b.stats(), Stats{}, "stats after unauthorized calls")
+	require.Equal(t, Stats{}, b.stats(), "stats after unauthorized calls")
 }
 
 func TestCreateCharge(t *testing.T) {
@@ -41,54 +42,47 @@ func TestCreateCharge(t *testing.T) {
 	before := time.Now().Unix()
 
 	r := b.charge("k-create", 500, "pm_card_visa")
-
-	equal(t, r.status, http.StatusCreated, "status")
-	equal(t, r.header.Get("Idempotent-Replayed"), "", "replay header")
+	require.Equal(t, http.StatusCreated, r.status, "status")
+	require.Equal(t, "", r.header.Get("Idempotent-Replayed"), "replay header")
 	ch := decode[Charge](t, r)
-	if !chargeIDPattern.MatchString(ch.ID) {
-		t.Fatalf("charge id %q does not match %v", ch.ID, chargeIDPattern)
-	}
-	equal(t, ch.Amount, 500, "amount")
-	equal(t, ch.Currency, "USD", "currency")
-	equal(t, ch.Status, StatusSucceeded, "status field")
-	equal(t, ch.Reference, "pay_test", "reference")
-	equal(t, ch.IdempotencyKey, "k-create", "idempotency_key")
-	equal(t, ch.PaymentMethod, "pm_card_visa", "payment_method")
-	equal(t, ch.Refunded, false, "refunded")
-	equal(t, ch.FailureCode, "", "failure_code")
-	if ch.Created < before || ch.Created > time.Now().Unix() {
-		t.Fatalf("created %d is not now", ch.Created)
-	}
-	equal(t, b.stats(), Stats{ChargeCalls: 1, Charges: 1}, "stats")
+	require.Regexp(t, chargeIDPattern, ch.ID)
+	require.EqualValues(t, 500, ch.Amount, "amount")
+	require.Equal(t, "USD", ch.Currency, "currency")
+	require.Equal(t, StatusSucceeded, ch.Status, "status field")
+	require.Equal(t, "pay_test", ch.Reference, "reference")
+	require.Equal(t, "k-create", ch.IdempotencyKey, "idempotency_key")
+	require.Equal(t, "pm_card_visa", ch.PaymentMethod, "payment_method")
+	require.Equal(t, false, ch.Refunded, "refunded")
+	require.Equal(t, "", ch.FailureCode, "failure_code")
+	require.True(t, ch.Created >= before && ch.Created <= time.Now().Unix(), "created %d is not now", ch.Created)
+	require.Equal(t, Stats{ChargeCalls: 1, Charges: 1}, b.stats(), "stats")
 }
 
 func TestChargeReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	first := b.charge("k-replay", 500, "pm_card_visa")
-	equal(t, first.status, http.StatusCreated, "first status")
+	require.Equal(t, http.StatusCreated, first.status, "first status")
 
 	// Same parameters in another key order and spacing: still the same request.
 	again := b.do(http.MethodPost, "/v1/charges", "k-replay",
 		`{"reference":"pay_test", "payment_method":"pm_card_visa","currency":"USD","amount":500}`)
-
-	equal(t, again.status, http.StatusCreated, "replay status")
-	equal(t, again.header.Get("Idempotent-Replayed"), "true", "replay header")
-	equal(t, string(again.body), string(first.body), "replay body")
-	equal(t, decode[Charge](t, again).ID, decode[Charge](t, first).ID, "replay id")
-	equal(t, b.stats(), Stats{ChargeCalls: 2, Charges: 1}, "stats")
+	require.Equal(t, http.StatusCreated, again.status, "replay status")
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"), "replay header")
+	require.Equal(t, string(first.body), string(again.body), "replay body")
+	require.Equal(t, decode[Charge](t, first).ID, decode[Charge](t, again).ID, "replay id")
+	require.Equal(t, Stats{ChargeCalls: 2, Charges: 1}, b.stats(), "stats")
 }
 
 func TestChargeKeyReusedWithOtherParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
-	equal(t, b.charge("k-reuse", 500, "pm_card_visa").status, http.StatusCreated, "first status")
+	require.Equal(t, http.StatusCreated, b.charge("k-reuse", 500, "pm_card_visa").status, "first status")
 
 	r := b.charge("k-reuse", 700, "pm_card_visa")
-
-	equal(t, r.status, http.StatusBadRequest, "status")
-	equal(t, errorCode(t, r), "idempotency_error", "code")
-	equal(t, b.stats().Charges, 1, "charges")
+	require.Equal(t, http.StatusBadRequest, r.status, "status")
+	require.Equal(t, "idempotency_error", errorCode(t, r), "code")
+	require.EqualValues(t, 1, b.stats().Charges, "charges")
 }
 
 func TestChargeDeclined(t *testing.T) {
@@ -96,24 +90,21 @@ func TestChargeDeclined(t *testing.T) {
 	b := setup(t, Config{})
 
 	r := b.charge("k-declined", 500, "pm_card_declined")
-
-	equal(t, r.status, http.StatusPaymentRequired, "status")
+	require.Equal(t, http.StatusPaymentRequired, r.status, "status")
 	body := decode[struct {
 		Error  errorBody
 		Charge Charge
 	}](t, r)
-	equal(t, body.Error.Code, "card_declined", "error code")
-	equal(t, body.Charge.Status, StatusFailed, "charge status")
-	equal(t, body.Charge.FailureCode, "card_declined", "failure_code")
-	if !chargeIDPattern.MatchString(body.Charge.ID) {
-		t.Fatalf("charge id %q", body.Charge.ID)
-	}
+	require.Equal(t, "card_declined", body.Error.Code, "error code")
+	require.Equal(t, StatusFailed, body.Charge.Status, "charge status")
+	require.Equal(t, "card_declined", body.Charge.FailureCode, "failure_code")
+	require.Regexp(t, chargeIDPattern, body.Charge.ID)
 
 	again := b.charge("k-declined", 500, "pm_card_declined")
-	equal(t, again.status, http.StatusPaymentRequired, "replay status")
-	equal(t, again.header.Get("Idempotent-Replayed"), "true", "replay header")
-	equal(t, string(again.body), string(r.body), "replay body")
-	equal(t, b.stats(), Stats{ChargeCalls: 2, Charges: 1}, "stats")
+	require.Equal(t, http.StatusPaymentRequired, again.status, "replay status")
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"), "replay header")
+	require.Equal(t, string(r.body), string(again.body), "replay body")
+	require.Equal(t, Stats{ChargeCalls: 2, Charges: 1}, b.stats(), "stats")
 }
 
 func TestChargeInvalidRequests(t *testing.T) {
@@ -121,8 +112,8 @@ func TestChargeInvalidRequests(t *testing.T) {
 	b := setup(t, Config{})
 
 	missingKey := b.do(http.MethodPost, "/v1/charges", "", chargeBody(500, "pm_card_visa"))
-	equal(t, missingKey.status, http.StatusBadRequest, "missing key status")
-	equal(t, errorCode(t, missingKey), "idempotency_key_missing", "missing key code")
+	require.Equal(t, http.StatusBadRequest, missingKey.status, "missing key status")
+	require.Equal(t, "idempotency_key_missing", errorCode(t, missingKey), "missing key code")
 
 	for name, body := range map[string]any{
 		"bad json":         `{"amount":`,
@@ -133,10 +124,10 @@ func TestChargeInvalidRequests(t *testing.T) {
 		"missing currency": `{"amount":500,"payment_method":"pm_card_visa"}`,
 	} {
 		r := b.do(http.MethodPost, "/v1/charges", "k-invalid", body)
-		equal(t, r.status, http.StatusBadRequest, name+" status")
-		equal(t, errorCode(t, r), "invalid_request", name+" code")
+		require.Equal(t, http.StatusBadRequest, r.status, name+" status")
+		require.Equal(t, "invalid_request", errorCode(t, r), name+" code")
 	}
-	equal(t, b.stats().Charges, 0, "charges")
+	require.EqualValues(t, 0, b.stats().Charges, "charges")
 }
 
 func TestConcurrentCallsWithOneKeyMakeOneCharge(t *testing.T) {
@@ -146,41 +137,32 @@ func TestConcurrentCallsWithOneKeyMakeOneCharge(t *testing.T) {
 
 	start := make(chan struct{})
 	replies := make([]reply, callers)
+	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
 		req := b.request(http.MethodPost, "/v1/charges", "k-concurrent", chargeBody(500, "pm_card_visa"), true)
 		wg.Go(func() {
 			<-start
-			resp, err := b.client.Do(req)
-			if err != nil {
-				t.Errorf("caller %d: %v", i, err)
-				return
-			}
-			defer resp.Body.Close()
-			replies[i] = reply{status: resp.StatusCode, header: resp.Header}
-			replies[i].body, err = io.ReadAll(resp.Body)
-			if err != nil {
-				t.Errorf("caller %d: read: %v", i, err)
-			}
+			replies[i], errs[i] = read(b.client.Do(req))
 		})
 	}
 	close(start)
 	wg.Wait()
-	if t.Failed() {
-		return
+	for i, err := range errs {
+		require.NoError(t, err, "caller %d", i)
 	}
 
 	ids := map[string]int{}
 	created := 0
 	for _, r := range replies {
-		equal(t, r.status, http.StatusCreated, "caller status")
+		require.Equal(t, http.StatusCreated, r.status, "caller status")
 		ids[decode[Charge](t, r).ID]++
 		if r.header.Get("Idempotent-Replayed") != "true" {
 			created++
 		}
 	}
-	equal(t, len(ids), 1, "distinct charge ids")
-	equal(t, created, 1, "answers that created the charge")
-	equal(t, b.stats(), Stats{ChargeCalls: callers, Charges: 1}, "stats")
-	equal(t, len(b.charges()), 1, "charges listed")
+	require.EqualValues(t, 1, len(ids), "distinct charge ids")
+	require.EqualValues(t, 1, created, "answers that created the charge")
+	require.Equal(t, Stats{ChargeCalls: callers, Charges: 1}, b.stats(), "stats")
+	require.EqualValues(t, 1, len(b.charges()), "charges listed")
 }

@@ -1,11 +1,14 @@
 package providersim
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestErrorRateFault(t *testing.T) {
@@ -16,21 +19,22 @@ func TestErrorRateFault(t *testing.T) {
 
 	for _, key := range []string{"k-fault-1", "k-fault-2", "k-before"} {
 		r := b.charge(key, 500, "pm_card_visa")
-		equal(t, r.status, http.StatusServiceUnavailable, key+" status")
-		equal(t, errorCode(t, r), "simulated_fault", key+" code")
+		require.Equal(t, http.StatusServiceUnavailable, r.status, key+" status")
+		require.Equal(t, "simulated_fault", errorCode(t, r), key+" code")
 	}
-	equal(t, b.stats(), Stats{ChargeCalls: 4, Charges: 1}, "stats")
+	require.Equal(t, Stats{ChargeCalls: 4, Charges: 1}, b.stats(), "stats")
+	require.
 
-	// Lookups and refunds are never faulted.
-	equal(t, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-before", "", nil).status, http.StatusOK, "lookup status")
-	equal(t, b.refund("k-refund", before.ID).status, http.StatusCreated, "refund status")
+		// Lookups and refunds are never faulted.
+		Equal(t, http.StatusOK, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-before", "", nil).status, "lookup status")
+	require.Equal(t, http.StatusCreated, b.refund("k-refund", before.ID).status, "refund status")
 
 	// error_status 0 means 503.
 	b.setFaults(Faults{ErrorRate: 1.0})
-	equal(t, b.charge("k-fault-3", 500, "pm_card_visa").status, http.StatusServiceUnavailable, "default error status")
+	require.Equal(t, http.StatusServiceUnavailable, b.charge("k-fault-3", 500, "pm_card_visa").status, "default error status")
 	b.setFaults(Faults{ErrorRate: 1.0, ErrorStatus: http.StatusInternalServerError})
-	equal(t, b.charge("k-fault-4", 500, "pm_card_visa").status, http.StatusInternalServerError, "configured error status")
-	equal(t, b.stats().Charges, 1, "charges after faults")
+	require.Equal(t, http.StatusInternalServerError, b.charge("k-fault-4", 500, "pm_card_visa").status, "configured error status")
+	require.EqualValues(t, 1, b.stats().Charges, "charges after faults")
 }
 
 func TestDropAfterCommitFault(t *testing.T) {
@@ -44,20 +48,18 @@ func TestDropAfterCommitFault(t *testing.T) {
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		_, err := fresh.Do(b.request(http.MethodPost, "/v1/charges", "k-drop", chargeBody(500, "pm_card_visa"), true))
-		if !errors.Is(err, io.EOF) {
-			t.Fatalf("attempt %d: got error %v, want EOF", attempt, err)
-		}
+		require.ErrorIs(t, err, io.EOF, "attempt %d", attempt)
 	}
 
 	found := b.do(http.MethodGet, "/v1/charges?idempotency_key=k-drop", "", nil)
-	equal(t, found.status, http.StatusOK, "lookup status")
-	equal(t, decode[Charge](t, found).Status, StatusSucceeded, "charge status")
-	equal(t, b.stats(), Stats{ChargeCalls: 2, Charges: 1}, "stats")
+	require.Equal(t, http.StatusOK, found.status, "lookup status")
+	require.Equal(t, StatusSucceeded, decode[Charge](t, found).Status, "charge status")
+	require.Equal(t, Stats{ChargeCalls: 2, Charges: 1}, b.stats(), "stats")
 
 	b.setFaults(Faults{})
 	r := b.charge("k-drop", 500, "pm_card_visa")
-	equal(t, r.status, http.StatusCreated, "status once the fault is gone")
-	equal(t, r.header.Get("Idempotent-Replayed"), "true", "replay header once the fault is gone")
+	require.Equal(t, http.StatusCreated, r.status, "status once the fault is gone")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"), "replay header once the fault is gone")
 }
 
 func TestLatencyOutlivesTheCaller(t *testing.T) {
@@ -67,29 +69,27 @@ func TestLatencyOutlivesTheCaller(t *testing.T) {
 	impatient := &http.Client{Timeout: 50 * time.Millisecond}
 
 	_, err := impatient.Do(b.request(http.MethodPost, "/v1/charges", "k-slow", chargeBody(500, "pm_card_visa"), true))
-	if err == nil {
-		t.Fatal("a 50ms client got an answer from a 300ms provider")
-	}
+	require.Error(t, err, "a 50ms client got an answer from a 300ms provider")
 
-	eventually(t, "the abandoned charge to be created", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the abandoned charge to be created", func() bool {
 		chs := b.charges()
 		return len(chs) == 1 && chs[0].IdempotencyKey == "k-slow"
 	})
-	equal(t, b.stats(), Stats{ChargeCalls: 1, Charges: 1}, "stats")
+	require.Equal(t, Stats{ChargeCalls: 1, Charges: 1}, b.stats(), "stats")
 }
 
 func TestDeleteFaultsRestoresStartupLatency(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Latency: 20 * time.Millisecond})
 	b.setFaults(Faults{LatencyMS: 800, ErrorRate: 1.0, ErrorStatus: 502, DropAfterCommit: true})
-	equal(t, b.charge("k-faulted", 500, "pm_card_visa").status, http.StatusBadGateway, "faulted status")
+	require.Equal(t, http.StatusBadGateway, b.charge("k-faulted", 500, "pm_card_visa").status, "faulted status")
 
 	r := send(t, b.client, b.request(http.MethodDelete, "/_sim/faults", "", nil, false))
-	equal(t, r.status, http.StatusOK, "DELETE status")
+	require.Equal(t, http.StatusOK, r.status, "DELETE status")
 
 	got := decode[Faults](t, send(t, b.client, b.request(http.MethodGet, "/_sim/faults", "", nil, false)))
-	equal(t, got, Faults{LatencyMS: 20}, "faults after DELETE")
-	equal(t, b.charge("k-after", 500, "pm_card_visa").status, http.StatusCreated, "status after DELETE")
+	require.Equal(t, Faults{LatencyMS: 20}, got, "faults after DELETE")
+	require.Equal(t, http.StatusCreated, b.charge("k-after", 500, "pm_card_visa").status, "status after DELETE")
 }
 
 func TestPutFaultsRejectsNonsense(t *testing.T) {
@@ -103,9 +103,9 @@ func TestPutFaultsRejectsNonsense(t *testing.T) {
 		"bad json":         `{`,
 	} {
 		r := send(t, b.client, b.request(http.MethodPut, "/_sim/faults", "", body, false))
-		equal(t, r.status, http.StatusBadRequest, name+" status")
-		equal(t, errorCode(t, r), "invalid_request", name+" code")
+		require.Equal(t, http.StatusBadRequest, r.status, name+" status")
+		require.Equal(t, "invalid_request", errorCode(t, r), name+" code")
 	}
 	got := decode[Faults](t, send(t, b.client, b.request(http.MethodGet, "/_sim/faults", "", nil, false)))
-	equal(t, got, Faults{}, "faults unchanged")
+	require.Equal(t, Faults{}, got, "faults unchanged")
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var refundIDPattern = regexp.MustCompile(`^re_[0-9a-f]{24}$`)
@@ -20,33 +22,29 @@ func TestRefund(t *testing.T) {
 	other := decode[Charge](t, b.charge("k-other", 900, "pm_card_visa"))
 
 	r := b.refund("k-refund", ch.ID)
-
-	equal(t, r.status, http.StatusCreated, "status")
+	require.Equal(t, http.StatusCreated, r.status, "status")
 	re := decode[Refund](t, r)
-	if !refundIDPattern.MatchString(re.ID) {
-		t.Fatalf("refund id %q does not match %v", re.ID, refundIDPattern)
-	}
-	equal(t, re.Charge, ch.ID, "charge")
-	equal(t, re.Amount, 500, "amount")
-	equal(t, re.Status, StatusSucceeded, "status field")
-	equal(t, re.IdempotencyKey, "k-refund", "idempotency_key")
+	require.Regexp(t, refundIDPattern, re.ID)
+	require.Equal(t, ch.ID, re.Charge, "charge")
+	require.EqualValues(t, 500, re.Amount, "amount")
+	require.Equal(t, StatusSucceeded, re.Status, "status field")
+	require.Equal(t, "k-refund", re.IdempotencyKey, "idempotency_key")
 	refunded := decode[Charge](t, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-charge", "", nil))
-	equal(t, refunded.Refunded, true, "charge refunded")
+	require.Equal(t, true, refunded.Refunded, "charge refunded")
 
 	replay := b.refund("k-refund", ch.ID)
-	equal(t, replay.status, http.StatusCreated, "replay status")
-	equal(t, replay.header.Get("Idempotent-Replayed"), "true", "replay header")
-	equal(t, decode[Refund](t, replay).ID, re.ID, "replay id")
+	require.Equal(t, http.StatusCreated, replay.status, "replay status")
+	require.Equal(t, "true", replay.header.Get("Idempotent-Replayed"), "replay header")
+	require.Equal(t, re.ID, decode[Refund](t, replay).ID, "replay id")
 
 	reused := b.refund("k-refund", other.ID)
-	equal(t, reused.status, http.StatusBadRequest, "reused key status")
-	equal(t, errorCode(t, reused), "idempotency_error", "reused key code")
+	require.Equal(t, http.StatusBadRequest, reused.status, "reused key status")
+	require.Equal(t, "idempotency_error", errorCode(t, reused), "reused key code")
 
 	twice := b.refund("k-refund-2", ch.ID)
-	equal(t, twice.status, http.StatusBadRequest, "second refund status")
-	equal(t, errorCode(t, twice), "charge_already_refunded", "second refund code")
-
-	equal(t, b.stats(), Stats{ChargeCalls: 2, Charges: 2, Refunds: 1}, "stats")
+	require.Equal(t, http.StatusBadRequest, twice.status, "second refund status")
+	require.Equal(t, "charge_already_refunded", errorCode(t, twice), "second refund code")
+	require.Equal(t, Stats{ChargeCalls: 2, Charges: 2, Refunds: 1}, b.stats(), "stats")
 }
 
 func TestRefundRefused(t *testing.T) {
@@ -55,20 +53,19 @@ func TestRefundRefused(t *testing.T) {
 	failed := decode[struct{ Charge Charge }](t, b.charge("k-declined", 500, "pm_card_declined")).Charge
 
 	notRefundable := b.refund("k-refund-failed", failed.ID)
-	equal(t, notRefundable.status, http.StatusBadRequest, "failed charge status")
-	equal(t, errorCode(t, notRefundable), "charge_not_refundable", "failed charge code")
+	require.Equal(t, http.StatusBadRequest, notRefundable.status, "failed charge status")
+	require.Equal(t, "charge_not_refundable", errorCode(t, notRefundable), "failed charge code")
 
 	unknown := b.refund("k-refund-unknown", "ch_000000000000000000000000")
-	equal(t, unknown.status, http.StatusNotFound, "unknown charge status")
-	equal(t, errorCode(t, unknown), "resource_missing", "unknown charge code")
+	require.Equal(t, http.StatusNotFound, unknown.status, "unknown charge status")
+	require.Equal(t, "resource_missing", errorCode(t, unknown), "unknown charge code")
 
 	noKey := b.refund("", failed.ID)
-	equal(t, noKey.status, http.StatusBadRequest, "missing key status")
-	equal(t, errorCode(t, noKey), "idempotency_key_missing", "missing key code")
+	require.Equal(t, http.StatusBadRequest, noKey.status, "missing key status")
+	require.Equal(t, "idempotency_key_missing", errorCode(t, noKey), "missing key code")
 
 	noCharge := b.do(http.MethodPost, "/v1/refunds", "k-refund-empty", `{}`)
-	equal(t, noCharge.status, http.StatusBadRequest, "missing charge status")
-	equal(t, errorCode(t, noCharge), "invalid_request", "missing charge code")
-
-	equal(t, b.stats().Refunds, 0, "refunds")
+	require.Equal(t, http.StatusBadRequest, noCharge.status, "missing charge status")
+	require.Equal(t, "invalid_request", errorCode(t, noCharge), "missing charge code")
+	require.EqualValues(t, 0, b.stats().Refunds, "refunds")
 }

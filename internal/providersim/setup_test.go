@@ -8,7 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // testAPIKey is the key every test server requires.
@@ -29,7 +30,7 @@ func setup(t *testing.T, cfg Config) *bundle {
 		cfg.APIKey = testAPIKey
 	}
 	sim, err := New(cfg)
-	noErr(t, err, "New")
+	require.NoError(t, err, "New")
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() {
 		srv.Close()
@@ -55,11 +56,11 @@ func (b *bundle) request(method, path, key string, body any, auth bool) *http.Re
 		rd = strings.NewReader(v)
 	default:
 		raw, err := json.Marshal(v)
-		noErr(b.t, err, "encode body")
+		require.NoError(b.t, err, "encode body")
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, b.url+path, rd)
-	noErr(b.t, err, "new request")
+	require.NoError(b.t, err, "new request")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -75,12 +76,20 @@ func (b *bundle) request(method, path, key string, body any, auth bool) *http.Re
 // send performs req with client and reads the whole answer.
 func send(t *testing.T, client *http.Client, req *http.Request) reply {
 	t.Helper()
-	resp, err := client.Do(req)
-	noErr(t, err, req.Method+" "+req.URL.Path)
+	r, err := read(client.Do(req))
+	require.NoError(t, err, req.Method+" "+req.URL.Path)
+	return r
+}
+
+// read reads the whole answer of a request; goroutines call it, which
+// must not fail the test.
+func read(resp *http.Response, err error) (reply, error) {
+	if err != nil {
+		return reply{}, err
+	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	noErr(t, err, "read body")
-	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+	return reply{status: resp.StatusCode, header: resp.Header, body: raw}, err
 }
 
 // do sends an authenticated request.
@@ -103,29 +112,27 @@ func chargeBody(amount int64, method string) map[string]any {
 func (b *bundle) setFaults(f Faults) {
 	b.t.Helper()
 	r := send(b.t, b.client, b.request(http.MethodPut, "/_sim/faults", "", f, false))
-	equal(b.t, r.status, http.StatusOK, "PUT /_sim/faults status")
+	require.Equal(b.t, http.StatusOK, r.status, "PUT /_sim/faults status")
 }
 
 func (b *bundle) stats() Stats {
 	b.t.Helper()
 	r := send(b.t, b.client, b.request(http.MethodGet, "/_sim/stats", "", nil, false))
-	equal(b.t, r.status, http.StatusOK, "GET /_sim/stats status")
+	require.Equal(b.t, http.StatusOK, r.status, "GET /_sim/stats status")
 	return decode[Stats](b.t, r)
 }
 
 func (b *bundle) charges() []Charge {
 	b.t.Helper()
 	r := send(b.t, b.client, b.request(http.MethodGet, "/_sim/charges", "", nil, false))
-	equal(b.t, r.status, http.StatusOK, "GET /_sim/charges status")
+	require.Equal(b.t, http.StatusOK, r.status, "GET /_sim/charges status")
 	return decode[struct{ Data []Charge }](b.t, r).Data
 }
 
 func decode[T any](t *testing.T, r reply) T {
 	t.Helper()
 	var v T
-	if err := json.Unmarshal(r.body, &v); err != nil {
-		t.Fatalf("decode %T from %q: %v", v, r.body, err)
-	}
+	require.NoError(t, json.Unmarshal(r.body, &v), "decode %T from %q", v, r.body)
 	return v
 }
 
@@ -133,32 +140,4 @@ func decode[T any](t *testing.T, r reply) T {
 func errorCode(t *testing.T, r reply) string {
 	t.Helper()
 	return decode[struct{ Error errorBody }](t, r).Error.Code
-}
-
-// eventually polls cond until it holds, failing the test after a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
-func equal[T comparable](t *testing.T, got, want T, what string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
-
-func noErr(t *testing.T, err error, what string) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
 }

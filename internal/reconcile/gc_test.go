@@ -126,6 +126,6 @@ func generatedQuery(t *testing.T, file, name string) string {
 			}
 		}
 	}
-	t.Fatalf("const %s not in %s", name, file)
+	require.Failf(t, "query not found", "const %s not in %s", name, file)
 	return ""
 }
