@@ -38,6 +38,25 @@ func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) apic
 	return r
 }
 
+// twoPods starts pod A and pod B with the short timings and returns their clients.
+func (s *faultStack) twoPods(t *testing.T) (a, b *proctest.Client) {
+	t.Helper()
+	_, a = s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
+	_, b = s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	return a, b
+}
+
+// payWithAnswersLost pays body with key on c while the provider loses every
+// answer after charging (its faults stay so): the answer is 202 UNKNOWN,
+// and the payment's id is returned.
+func (s *faultStack) payWithAnswersLost(t *testing.T, c *proctest.Client, key string, body apiclient.Payment) string {
+	t.Helper()
+	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
+	r := c.MustPay(t, key, body)
+	requireUnknown(t, s, key, r)
+	return r.Str("id")
+}
+
 // The provider creates the charge and the answer is lost, on every call:
 // the service retries under the same key until its budget is spent and
 // answers 202 UNKNOWN, never FAILED. Once the provider answers again, a retry
@@ -45,15 +64,11 @@ func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) apic
 func TestFaultDropAfterCommitIsUnknownThenResumes(t *testing.T) {
 	t.Parallel()
 	s := newFaultStack(t)
-	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
-	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	a, b := s.twoPods(t)
 	const key = "drop-1"
 	body := apiclient.Visa("o-drop", 500)
 
-	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
-	r := a.MustPay(t, key, body)
-	requireUnknown(t, s, key, r)
-	id := r.Str("id")
+	id := s.payWithAnswersLost(t, a, key, body)
 	charges := s.sim.Charges(t)
 	require.Len(t, charges, 1, "the first call charged; its retries found the same charge")
 	require.Equal(t, id, charges[0].Reference)
@@ -62,7 +77,7 @@ func TestFaultDropAfterCommitIsUnknownThenResumes(t *testing.T) {
 
 	s.sim.ClearFaults(t)
 	// Pod A's breaker may have opened on the lost answers: poll through its cooldown.
-	r = payUntilServed(t, a, key, body)
+	r := payUntilServed(t, a, key, body)
 	require.Equal(t, 201, r.Status, "%s", r)
 	require.Equal(t, "SUCCEEDED", r.Str("status"))
 	require.Equal(t, id, r.Str("id"), "the retry resumed the same payment")
@@ -171,15 +186,11 @@ func TestFaultBreakerOpenRefusesNewKeyThenResumes(t *testing.T) {
 func TestSyncResolvesUnknownPaymentFromTheProvider(t *testing.T) {
 	t.Parallel()
 	s := newFaultStack(t)
-	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
-	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	a, b := s.twoPods(t)
 	const key = "sync-1"
 	body := apiclient.Visa("o-sync", 500)
 
-	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
-	r := a.MustPay(t, key, body)
-	requireUnknown(t, s, key, r)
-	id := r.Str("id")
+	id := s.payWithAnswersLost(t, a, key, body)
 	s.sim.ClearFaults(t)
 	charges := s.sim.Charges(t)
 	require.Len(t, charges, 1)

@@ -94,22 +94,15 @@ func TestManyConcurrentRequestsOneKeyOneCharge(t *testing.T) {
 	const n = 40
 	body := apiclient.Visa("o-many", 1234)
 
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	resps := make([]apiclient.Response, n)
 	errs := make([]error, n)
-	for i := range n {
+	testkit.Together(n, func(i int) {
 		c := s.a
 		if i%2 == 1 {
 			c = s.b
 		}
-		wg.Go(func() {
-			<-start
-			resps[i], errs[i] = c.Pay("many", body)
-		})
-	}
-	close(start)
-	wg.Wait()
+		resps[i], errs[i] = c.Pay("many", body)
+	})
 
 	created, fresh := 0, 0
 	var paymentID string

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -245,22 +244,15 @@ func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
 		"PROVIDER_URL=" + testkit.RefusedURL(t, "http"), "OUTBOX_RELAY=off",
 	}
 	// childproc.Start waits for each pod's "listening" line (up to its
-	// StartTimeout), so the pods are started from goroutines, released
+	// StartTimeout), so the pods are started from goroutines released
 	// together; proctest.StartProcess would fail t from them.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	pods := make([]*childproc.Proc, 2)
 	errs := make([]error, 2)
-	for i := range pods {
-		wg.Go(func() {
-			<-start
-			pods[i], errs[i] = childproc.Start(ctx, fmt.Sprintf("pod-%d", i), bin, []string{"serve"}, env)
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(2, func(i int) {
+		pods[i], errs[i] = childproc.Start(ctx, fmt.Sprintf("pod-%d", i), bin, []string{"serve"}, env)
+	})
 	for _, p := range pods {
 		if p != nil {
 			t.Cleanup(p.Kill)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,18 +61,11 @@ func TestConcurrentDeliveriesApplyOnce(t *testing.T) {
 	ev := Event{ID: "evt_race", Type: "PaymentSucceeded", Data: Payment{ID: "pay_1", TenantID: "ten_1", OrderID: "o1", Amount: 100, Currency: "EUR"}}
 
 	const deliveries = 10
-	start := make(chan struct{})
 	applied := make([]bool, deliveries)
 	errs := make([]error, deliveries)
-	var wg sync.WaitGroup
-	for i := range deliveries {
-		wg.Go(func() {
-			<-start
-			applied[i], errs[i] = inbox.Apply(context.Background(), ev)
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(deliveries, func(i int) {
+		applied[i], errs[i] = inbox.Apply(context.Background(), ev)
+	})
 	winners := 0
 	for i := range deliveries {
 		require.NoError(t, errs[i], "delivery %d", i)
@@ -98,18 +90,7 @@ func TestRunConsumesStream(t *testing.T) {
 	b.publish(t, "evt_b", "evt_b")
 	b.publish(t, "evt_a", "evt_a-republished")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, b.cfg, slog.New(slog.DiscardHandler)) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "run")
-		case <-time.After(30 * time.Second):
-			t.Error("run did not return 30s after its context ended")
-		}
-	})
+	testkit.Background(t, func(ctx context.Context) error { return run(ctx, b.cfg, slog.New(slog.DiscardHandler)) })
 
 	// run creates the database: poll until it is there and has the events.
 	var pool *pgxpool.Pool

@@ -2,13 +2,9 @@ package api_test
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -17,6 +13,7 @@ import (
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func loadSpec(t *testing.T) *openapi3.T {
@@ -64,44 +61,15 @@ func TestOpenAPIProblemCodes(t *testing.T) {
 	for _, v := range doc.Components.Schemas["ProblemCode"].Value.Enum {
 		documented = append(documented, v.(string))
 	}
-	sent := stringConsts(t, "../apperr/apperr.go", func(name string, typ ast.Expr) bool {
-		id, ok := typ.(*ast.Ident)
-		return ok && id.Name == "Code"
-	})
+	var sent []string
+	for _, c := range testkit.GoStringConsts(t, "../apperr/apperr.go") {
+		if c.Type == "Code" {
+			sent = append(sent, c.Value)
+		}
+	}
+	require.NotEmpty(t, sent, "no error codes found in internal/apperr")
 	slices.Sort(sent)
 	sent = slices.Compact(sent)
 	slices.Sort(documented)
 	require.Equal(t, documented, sent, "problem codes in internal/apperr and in api/openapi.yaml differ")
-}
-
-// stringConsts returns the values of the string constants of file that keep
-// says are error codes.
-func stringConsts(t *testing.T, file string, keep func(name string, typ ast.Expr) bool) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	require.NoError(t, err)
-	var out []string
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if i >= len(vs.Values) || !keep(name.Name, vs.Type) {
-					continue
-				}
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				v, err := strconv.Unquote(lit.Value)
-				require.NoError(t, err)
-				out = append(out, v)
-			}
-		}
-	}
-	require.NotEmpty(t, out, "no error codes found in %s", file)
-	return out
 }

@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"crypto/sha256"
-	"sync"
 	"testing"
 	"time"
 
@@ -99,22 +98,12 @@ func (b *bundle) hold(l idempotency.Lock) bool {
 	return ok
 }
 
-// race releases n goroutines together (by closing a channel) and collects
-// what each got from fn.
+// race runs fn on n goroutines released together and collects what each got.
 func race(t *testing.T, n int, fn func() (idempotency.Result, error)) []idempotency.Result {
 	t.Helper()
-	start := make(chan struct{})
 	results := make([]idempotency.Result, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i], errs[i] = fn()
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(n, func(i int) { results[i], errs[i] = fn() })
 	for i, err := range errs {
 		require.NoError(t, err, "racer %d", i)
 	}
@@ -197,34 +186,22 @@ func TestTakeOverForAttemptRaceHasExactlyOneWinner(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, released)
 
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var locks []idempotency.Lock
-	errs := make(chan error, 10)
-	for range 10 {
-		wg.Go(func() {
-			<-start
-			l, ok, err := idempotency.TakeOverForAttempt(context.Background(), b.pool, longLock, first.AttemptID)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if ok {
-				mu.Lock()
-				locks = append(locks, l)
-				mu.Unlock()
-			}
-		})
+	const racers = 10
+	locks := make([]idempotency.Lock, racers)
+	won := make([]bool, racers)
+	errs := make([]error, racers)
+	testkit.Together(racers, func(i int) {
+		locks[i], won[i], errs[i] = idempotency.TakeOverForAttempt(context.Background(), b.pool, longLock, first.AttemptID)
+	})
+	var winners []idempotency.Lock
+	for i := range racers {
+		require.NoError(t, errs[i], "racer %d", i)
+		if won[i] {
+			winners = append(winners, locks[i])
+		}
 	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	require.Len(t, locks, 1)
-	require.Greater(t, locks[0].Token, first.Lock.Token)
+	require.Len(t, winners, 1)
+	require.Greater(t, winners[0].Token, first.Lock.Token)
 }
 
 func TestStaleOwnerCannotCompleteOrRelease(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,28 +76,11 @@ func newRelay(t testing.TB, pool *pgxpool.Pool, cfg outbox.Config) *outbox.Relay
 	return r
 }
 
-// runRelay runs r until the returned stop is called or t ends; stop, on
-// the test's goroutine, waits (30s at most) for Run to return and checks
-// that it returned nil.
+// runRelay runs r until the returned stop is called or t ends; stop waits
+// for Run to return and requires it to return nil (testkit.Background).
 func runRelay(t testing.TB, r *outbox.Relay) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err, "Run")
-			case <-time.After(30 * time.Second):
-				t.Error("Run did not return 30s after its context ended")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testkit.Background(t, r.Run)
 }
 
 // insertEvents seeds n SUCCEEDED payments of b's tenant with their

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // report moves attempt id to c.To as a webhook would (attempts.Transition
@@ -146,19 +146,11 @@ func TestOrderGuardUnderConcurrentDifferentKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 20
-	start := make(chan struct{})
 	replies := make([]result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		in := b.input(fmt.Sprintf("key-%d", i), "order-guarded")
-		wg.Go(func() {
-			<-start
-			r, err := b.svc.Create(context.Background(), in)
-			replies[i] = result{r, err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(n, func(i int) {
+		r, err := b.svc.Create(context.Background(), b.input(fmt.Sprintf("key-%d", i), "order-guarded"))
+		replies[i] = result{r, err}
+	})
 
 	var winners []payments.Reply
 	refused := 0
@@ -214,57 +206,46 @@ func (b *bundle) requireUnavailable(err error, in payments.CreateInput, status a
 	return a
 }
 
-// The not-sent path: with the breaker open before the call, a new key is
-// refused before anything is sent. The attempt stays CREATED, nothing is
-// charged, and the same key on a pod whose breaker is closed resumes the
+// The not-sent path: with the breaker open, nothing is sent and nothing
+// charged; the answer is 503 provider_unavailable with the key released.
+// Open before the service's check, a new key is refused before PENDING:
+// the attempt stays CREATED. Open between the check and the call (the
+// check told it is closed), PENDING is committed and the call refused.
+// Either way the same key on a pod whose breaker is closed resumes the
 // attempt and pays once.
-func TestBreakerOpenBeforeTheCallSendsNothing(t *testing.T) {
+func TestBreakerOpenSendsNothing(t *testing.T) {
 	t.Parallel()
-	pc := providerConfig
-	pc.BreakerFailures = 1
-	b := setupWith(t, timings, pc)
-	b.tripBreaker(b.prov)
-	calls := b.sim.Stats(t).ChargeCalls
+	for _, tc := range []struct {
+		name       string
+		checkLies  bool
+		leftIn     attempts.Status
+		leftBehind []attempts.Status
+	}{
+		{"before the check", false, attempts.Created, []attempts.Status{attempts.Created}},
+		{"at the call", true, attempts.Pending, []attempts.Status{attempts.Created, attempts.Pending}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pc := providerConfig
+			pc.BreakerFailures = 1
+			b := setupWith(t, timings, pc)
+			b.tripBreaker(b.prov)
+			b.prov.breakerLooksShut.Store(tc.checkLies)
+			calls := b.sim.Stats(t).ChargeCalls
 
-	in := b.input("key-refused", "order-refused")
-	_, err := b.svc.Create(b.ctx, in)
-	a := b.requireUnavailable(err, in, attempts.Created)
-	require.Equal(t, []attempts.Status{attempts.Created}, b.history(a.ID))
-	require.Equal(t, providersim.Stats{ChargeCalls: calls}, b.sim.Stats(t), "no call, no charge")
+			in := b.input("key-refused", "order-refused")
+			_, err := b.svc.Create(b.ctx, in)
+			a := b.requireUnavailable(err, in, tc.leftIn)
+			require.Equal(t, tc.leftBehind, b.history(a.ID))
+			require.Equal(t, providersim.Stats{ChargeCalls: calls}, b.sim.Stats(t), "no call, no charge")
 
-	pod, _ := b.otherPod()
-	r, err := pod.Create(b.ctx, in)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
-	require.Equal(t, a.ID, r.PaymentID, "the same key resumed the CREATED attempt")
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(a.ID))
-	require.Equal(t, providersim.Stats{ChargeCalls: calls + 1, Charges: 1}, b.sim.Stats(t))
-}
-
-// The breaker opens between the service's check and the call (here: the
-// check is told it is closed): PENDING is committed, the call is refused
-// without being sent, and the answer is the same 503 with the key released.
-// Nothing is charged; the same key resumes the PENDING attempt and pays once.
-func TestBreakerOpenAtTheCallSendsNothing(t *testing.T) {
-	t.Parallel()
-	pc := providerConfig
-	pc.BreakerFailures = 1
-	b := setupWith(t, timings, pc)
-	b.tripBreaker(b.prov)
-	b.prov.breakerLooksShut.Store(true)
-	calls := b.sim.Stats(t).ChargeCalls
-
-	in := b.input("key-not-sent", "order-not-sent")
-	_, err := b.svc.Create(b.ctx, in)
-	a := b.requireUnavailable(err, in, attempts.Pending)
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending}, b.history(a.ID))
-	require.Equal(t, providersim.Stats{ChargeCalls: calls}, b.sim.Stats(t), "no call, no charge")
-
-	pod, _ := b.otherPod()
-	r, err := pod.Create(b.ctx, in)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
-	require.Equal(t, a.ID, r.PaymentID)
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(a.ID))
-	require.Equal(t, providersim.Stats{ChargeCalls: calls + 1, Charges: 1}, b.sim.Stats(t))
+			pod, _ := b.otherPod()
+			r, err := pod.Create(b.ctx, in)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+			require.Equal(t, a.ID, r.PaymentID, "the same key resumed the attempt")
+			require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(a.ID))
+			require.Equal(t, providersim.Stats{ChargeCalls: calls + 1, Charges: 1}, b.sim.Stats(t))
+		})
+	}
 }

@@ -63,6 +63,50 @@ func (b *bundle) stalledOwner(in payments.CreateInput, stallAt func(*gatedProvid
 	return stalled, owner, ownerStall
 }
 
+// requireStalledAnswer waits for the stalled owner's answer and requires
+// that it wrote nothing: it answers 202 with the attempt as committed (in
+// status, along path), and the key is still the new owner's, locked and
+// without a response. It returns the payment's id.
+func (b *bundle) requireStalledAnswer(stalled <-chan result, in payments.CreateInput, status attempts.Status, path []attempts.Status) string {
+	b.t.Helper()
+	first := awaitResult(b.t, stalled)
+	require.NoError(b.t, first.err)
+	require.Equal(b.t, http.StatusAccepted, first.reply.Code, "%s", first.reply.Body)
+	require.False(b.t, first.reply.Replayed)
+	require.Equal(b.t, status, payment(b.t, first.reply).Status, "the stalled owner answers the attempt as committed")
+	id := first.reply.PaymentID
+	require.Equal(b.t, path, b.history(id), "the stalled owner made no transition")
+	k := b.key(in.IdempotencyKey)
+	require.True(b.t, k.locked, "the new owner holds the key")
+	require.EqualValues(b.t, 2, k.token)
+	require.Nil(b.t, k.code, "the stalled owner stored nothing")
+	return id
+}
+
+// requireOwnerPays lets the new owner (held before its call) go on, and
+// requires that it pays and completes payment id: 201 SUCCEEDED, its
+// audited path, one outbox row, no anomaly, its answer stored on the key,
+// and the simulator's counters then at want. It returns the payment.
+func (b *bundle) requireOwnerPays(owner <-chan result, ownerStall *stall, in payments.CreateInput, id string, want providersim.Stats) attempts.Payment {
+	b.t.Helper()
+	ownerStall.release()
+	second := awaitResult(b.t, owner)
+	require.NoError(b.t, second.err)
+	require.Equal(b.t, http.StatusCreated, second.reply.Code, "%s", second.reply.Body)
+	require.False(b.t, second.reply.Replayed)
+	require.Equal(b.t, id, second.reply.PaymentID)
+	paid := payment(b.t, second.reply)
+	require.Equal(b.t, attempts.Succeeded, paid.Status)
+	require.Equal(b.t, want, b.sim.Stats(b.t))
+	require.Equal(b.t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(id))
+	require.Equal(b.t, 1, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
+	require.Zero(b.t, b.count(`SELECT count(*) FROM anomalies`))
+	k := b.key(in.IdempotencyKey)
+	require.False(b.t, k.locked)
+	require.JSONEq(b.t, string(second.reply.Body), string(k.body), "the key holds the new owner's answer")
+	return paid
+}
+
 // A request stalls after taking the key, before it marks the attempt
 // PENDING and calls the provider, until its lock has expired and a retry on
 // another pod has taken the key over (and is about to call). Resumed, the
@@ -75,33 +119,10 @@ func TestStalledOwnerBeforeTheCallCallsNothing(t *testing.T) {
 	in := b.input("key-stall-before", "order-stall-before")
 	stalled, owner, ownerStall := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.beforeCall.Store(s) })
 
-	first := awaitResult(t, stalled)
-	require.NoError(t, first.err)
-	require.Equal(t, http.StatusAccepted, first.reply.Code, "%s", first.reply.Body)
-	require.False(t, first.reply.Replayed)
-	require.Equal(t, attempts.Created, payment(t, first.reply).Status)
-	id := first.reply.PaymentID
-	require.Equal(t, []attempts.Status{attempts.Created}, b.history(id), "the stalled owner marked nothing")
+	id := b.requireStalledAnswer(stalled, in, attempts.Created, []attempts.Status{attempts.Created})
 	require.Equal(t, providersim.Stats{}, b.sim.Stats(t), "the stalled owner called nothing")
-	k := b.key(in.IdempotencyKey)
-	require.True(t, k.locked, "the new owner holds the key")
-	require.EqualValues(t, 2, k.token)
-	require.Nil(t, k.code, "the stalled owner stored nothing")
 
-	ownerStall.release()
-	second := awaitResult(t, owner)
-	require.NoError(t, second.err)
-	require.Equal(t, http.StatusCreated, second.reply.Code, "%s", second.reply.Body)
-	require.False(t, second.reply.Replayed)
-	require.Equal(t, id, second.reply.PaymentID)
-	require.Equal(t, attempts.Succeeded, payment(t, second.reply).Status)
-	require.Equal(t, providersim.Stats{ChargeCalls: 1, Charges: 1}, b.sim.Stats(t))
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(id))
-	require.Equal(t, 1, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
-	require.Zero(t, b.count(`SELECT count(*) FROM anomalies`))
-	k = b.key(in.IdempotencyKey)
-	require.False(t, k.locked)
-	require.JSONEq(t, string(second.reply.Body), string(k.body), "the key holds the new owner's answer")
+	b.requireOwnerPays(owner, ownerStall, in, id, providersim.Stats{ChargeCalls: 1, Charges: 1})
 }
 
 // A request stalls after the provider charged, before its completing
@@ -117,30 +138,14 @@ func TestStalledOwnerAfterTheCallCannotComplete(t *testing.T) {
 	in := b.input("key-stall-after", "order-stall-after")
 	stalled, owner, ownerStall := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.afterCall.Store(s) })
 
-	first := awaitResult(t, stalled)
-	require.NoError(t, first.err)
-	require.Equal(t, http.StatusAccepted, first.reply.Code, "%s", first.reply.Body)
-	require.Equal(t, attempts.Pending, payment(t, first.reply).Status, "the stalled owner answers the attempt as committed")
-	id := first.reply.PaymentID
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending}, b.history(id), "the stalled owner completed nothing")
+	id := b.requireStalledAnswer(stalled, in, attempts.Pending, []attempts.Status{attempts.Created, attempts.Pending})
 	require.Zero(t, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
 	charges := b.sim.Charges(t)
 	require.Len(t, charges, 1, "the stalled owner's call charged")
 	require.Equal(t, providersim.Stats{ChargeCalls: 1, Charges: 1}, b.sim.Stats(t), "and it did not call again")
-	k := b.key(in.IdempotencyKey)
-	require.True(t, k.locked, "the new owner holds the key")
-	require.Nil(t, k.code, "the stalled owner stored nothing")
 
-	ownerStall.release()
-	second := awaitResult(t, owner)
-	require.NoError(t, second.err)
-	require.Equal(t, http.StatusCreated, second.reply.Code, "%s", second.reply.Body)
-	paid := payment(t, second.reply)
-	require.Equal(t, attempts.Succeeded, paid.Status)
-	require.Equal(t, charges[0].ID, *paid.ProviderChargeID, "the provider answered the retry with the charge it made")
-	require.Equal(t, providersim.Stats{ChargeCalls: 2, Charges: 1}, b.sim.Stats(t), "one call each, one charge")
-	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(id))
-	require.Equal(t, 1, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
-	require.Zero(t, b.count(`SELECT count(*) FROM anomalies`))
-	require.JSONEq(t, string(second.reply.Body), string(b.key(in.IdempotencyKey).body), "the key holds the new owner's answer")
+	// One call each, one charge: the provider answered the retry with the
+	// charge it made for the stalled owner.
+	paid := b.requireOwnerPays(owner, ownerStall, in, id, providersim.Stats{ChargeCalls: 2, Charges: 1})
+	require.Equal(t, charges[0].ID, *paid.ProviderChargeID)
 }

@@ -3,11 +3,12 @@ package providersim
 import (
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 var chargeIDPattern = regexp.MustCompile(`^ch_[0-9a-f]{24}$`)
@@ -135,19 +136,13 @@ func TestConcurrentCallsWithOneKeyMakeOneCharge(t *testing.T) {
 	b := setup(t, Config{Latency: 50 * time.Millisecond})
 	const callers = 20
 
-	start := make(chan struct{})
+	reqs := make([]*http.Request, callers)
+	for i := range reqs {
+		reqs[i] = b.request(http.MethodPost, "/v1/charges", "k-concurrent", chargeBody(500, "pm_card_visa"), true)
+	}
 	replies := make([]reply, callers)
 	errs := make([]error, callers)
-	var wg sync.WaitGroup
-	for i := range callers {
-		req := b.request(http.MethodPost, "/v1/charges", "k-concurrent", chargeBody(500, "pm_card_visa"), true)
-		wg.Go(func() {
-			<-start
-			replies[i], errs[i] = read(b.client.Do(req))
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(callers, func(i int) { replies[i], errs[i] = read(b.client.Do(reqs[i])) })
 	for i, err := range errs {
 		require.NoError(t, err, "caller %d", i)
 	}

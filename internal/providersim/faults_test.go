@@ -23,10 +23,9 @@ func TestErrorRateFault(t *testing.T) {
 		require.Equal(t, "simulated_fault", errorCode(t, r), key+" code")
 	}
 	require.Equal(t, Stats{ChargeCalls: 4, Charges: 1}, b.stats(), "stats")
-	require.
 
-		// Lookups and refunds are never faulted.
-		Equal(t, http.StatusOK, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-before", "", nil).status, "lookup status")
+	// Lookups and refunds are never faulted.
+	require.Equal(t, http.StatusOK, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-before", "", nil).status, "lookup status")
 	require.Equal(t, http.StatusCreated, b.refund("k-refund", before.ID).status, "refund status")
 
 	// error_status 0 means 503.

@@ -2,11 +2,6 @@ package reconcile_test
 
 import (
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +10,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/reconcile"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // seedAttempts seeds n attempts prefix+i in statuses (cycling), changed
@@ -109,21 +105,10 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 // so the test explains exactly what the job runs.
 func generatedQuery(t *testing.T, file, name string) string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	require.NoError(t, err)
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			v := s.(*ast.ValueSpec)
-			if len(v.Names) == 1 && v.Names[0].Name == name {
-				q, err := strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
-				require.NoError(t, err)
-				require.True(t, strings.Contains(q, "FOR UPDATE SKIP LOCKED"))
-				return q
-			}
+	for _, c := range testkit.GoStringConsts(t, file) {
+		if c.Name == name {
+			require.Contains(t, c.Value, "FOR UPDATE SKIP LOCKED")
+			return c.Value
 		}
 	}
 	require.Failf(t, "query not found", "const %s not in %s", name, file)

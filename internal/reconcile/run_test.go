@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -248,25 +247,19 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 	}
 
 	var (
-		start = make(chan struct{})
-		wg    sync.WaitGroup
-		sums  [2]reconcile.Summary
-		errs  [2]error
+		runs [2]*reconcile.Reconciler
+		sums [2]reconcile.Summary
+		errs [2]error
 	)
-	for i := range 2 {
+	for i := range runs {
 		// Each its own pool and provider client, like two processes.
 		pool, err := db.Open(b.ctx, b.db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		r := b.reconcilerWith(pool, b.newProvider(b.sim.URL(), provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
-		wg.Go(func() {
-			<-start
-			sums[i], errs[i] = r.Run(context.Background())
-		})
+		runs[i] = b.reconcilerWith(pool, b.newProvider(b.sim.URL(), provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
 	}
 	began := time.Now()
-	close(start)
-	wg.Wait()
+	testkit.Together(2, func(i int) { sums[i], errs[i] = runs[i].Run(context.Background()) })
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	t.Logf("in %s: run A %+v, run B %+v", time.Since(began), sums[0], sums[1])

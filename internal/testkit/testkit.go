@@ -5,6 +5,8 @@
 package testkit
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,4 +35,45 @@ func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() boo
 		}
 		<-tick.C
 	}
+}
+
+// Together runs fn(0) … fn(n-1), each on a goroutine of its own, released
+// at the same moment by closing a channel, and returns when all have
+// returned. fn must not fail the test (only the test's goroutine may):
+// it keeps what it got, for the test to check afterwards.
+func Together(n int, fn func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// Background runs run on a goroutine with a context that ends when the
+// returned stop is called or t ends (a relay's or a consumer's Run). stop,
+// on the test's goroutine, waits at most 30s for run to return and
+// requires it to have returned nil; calling it again does nothing.
+func Background(t testing.TB, run func(ctx context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("returned %v after its context ended", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("did not return within 30s of its context ending")
+		}
+	})
+	t.Cleanup(stop)
+	return stop
 }

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -152,18 +151,9 @@ func TestSameEventConcurrentlyAppliedOnce(t *testing.T) {
 	sig := sign(testSecret, testNow.Unix(), body)
 
 	const deliveries = 10
-	start := make(chan struct{})
 	replies := make([]apiclient.Response, deliveries)
 	errs := make([]error, deliveries)
-	var wg sync.WaitGroup
-	for i := range deliveries {
-		wg.Go(func() {
-			<-start
-			replies[i], errs[i] = b.tryPost(body, sig)
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(deliveries, func(i int) { replies[i], errs[i] = b.tryPost(body, sig) })
 	for i := range deliveries {
 		require.NoError(t, errs[i], "delivery "+strconv.Itoa(i))
 		expectOK(t, replies[i])
@@ -191,9 +181,8 @@ func TestTransitions(t *testing.T) {
 		require.Equal(t, outcomeApplied, b.outcome(ev.ID), "outcome")
 		require.EqualValues(t, 1, b.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1 AND attempt_id = $2 AND charge_id = $3 AND type = $4`, ev.ID, a.ID, chargeID, ev.Type), "webhook row fields")
 
-		expectOK(t, b.deliver(ev))
-		require. // redelivery
-				EqualValues(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows after redelivery")
+		expectOK(t, b.deliver(ev)) // redelivery
+		require.EqualValues(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows after redelivery")
 		require.EqualValues(t, 1, b.webhookEvents(ev.ID), "webhook rows after redelivery")
 	})
 	t.Run("UNKNOWN to FAILED", func(t *testing.T) {

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,17 +36,19 @@ func TestRaceWithAPICompletion(t *testing.T) {
 		sig := sign(testSecret, testNow.Unix(), body)
 		apiDelay, hookDelay := raceDelays(round)
 
-		start := make(chan struct{})
 		var (
-			wg         sync.WaitGroup
 			apiApplied bool
 			apiErr     error
 			hook       apiclient.Response
 			hookErr    error
 		)
-		wg.Go(func() {
-			<-start
-			time.Sleep(apiDelay) // the delay under test, not a wait for a condition
+		testkit.Together(2, func(racer int) {
+			if racer == 1 {
+				time.Sleep(hookDelay) // the delays under test, not waits for a condition
+				hook, hookErr = b.tryPost(body, sig)
+				return
+			}
+			time.Sleep(apiDelay)
 			apiErr = db.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 				var err error
 				_, apiApplied, err = attempts.Transition(context.Background(), tx, attempts.Change{
@@ -57,13 +58,6 @@ func TestRaceWithAPICompletion(t *testing.T) {
 				return err
 			})
 		})
-		wg.Go(func() {
-			<-start
-			time.Sleep(hookDelay)
-			hook, hookErr = b.tryPost(body, sig)
-		})
-		close(start)
-		wg.Wait()
 
 		require.NoError(t, apiErr, "round %d: API transaction", round)
 		require.NoError(t, hookErr, "round %d: webhook", round)
