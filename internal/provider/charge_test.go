@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestCreateChargeSucceeded(t *testing.T) {
@@ -205,13 +206,9 @@ func TestCreateChargeRetriesLostResponse(t *testing.T) {
 
 func TestCreateChargeUnknownWhenConnectionRefused(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	cfg := testConfig()
 	cfg.RetryBudget = 300 * time.Millisecond
-	r := NewResilient(NewHTTPClient("sim", "http://"+addr, testAPIKey, nil), cfg, nil)
+	r := NewResilient(NewHTTPClient("sim", testkit.RefusedURL(t, "http"), testAPIKey, nil), cfg, nil)
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 

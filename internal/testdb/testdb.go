@@ -1,6 +1,8 @@
 // Package testdb gives each test its own freshly migrated PostgreSQL database,
 // cloned from a migrated template, so test packages run in parallel and
-// repeatedly against the real server without sharing state.
+// repeatedly against the real server without sharing state; and one seeding
+// fixture per table (fixtures.go, bulk.go). It imports the packages that own
+// the tables, so their own tests use it from an external test package.
 package testdb
 
 import (
