@@ -11,10 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // chaosRounds bounds the chaos test: about two minutes on a two-core machine.
@@ -113,7 +115,7 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 	t.Helper()
 	o := chaosOutcome{round: round, fault: f.name, order: fmt.Sprintf("chaos-%02d", round), declined: declined}
 	key := "chaos-key-" + strconv.Itoa(round)
-	body := proctest.Visa(o.order, amount)
+	body := apiclient.Visa(o.order, amount)
 	if declined {
 		body.PaymentMethod = "pm_card_declined"
 	}
@@ -122,8 +124,8 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 	}
 
 	tries := 0
-	var final proctest.Response
-	proctest.Eventually(t, 2*time.Minute, fmt.Sprintf("round %d (%s) gets a final answer", round, f.name), func() bool {
+	var final apiclient.Response
+	testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("round %d (%s) gets a final answer", round, f.name), func() bool {
 		if tries == faultTries && f.sim != nil {
 			rig.sim.ClearFaults(t)
 		}
@@ -144,7 +146,7 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 		case 202, 409, 503: // unknown, busy, breaker open: retry with the same key
 			return false
 		}
-		t.Fatalf("round %d (%s): unexpected answer %s", round, f.name, r)
+		require.Failf(t, "unexpected answer", "round %d (%s): %s", round, f.name, r)
 		return false
 	})
 	if f.sim != nil && tries <= faultTries {
@@ -176,11 +178,9 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, declined b
 func (rig *chaosRig) restartCrashed(t *testing.T, pod *proctest.Process, err error) {
 	t.Helper()
 	for _, p := range rig.plain {
-		if p == pod {
-			t.Fatalf("%s is not armed with a failpoint, yet the request failed: %v", pod.Name, err)
-		}
+		require.NotSame(t, p, pod, "%s is not armed with a failpoint, yet the request failed: %v", pod.Name, err)
 	}
-	proctest.Eventually(t, 30*time.Second, pod.Name+" exits", pod.Exited)
+	testkit.Eventually(t, 30*time.Second, pod.Name+" exits", pod.Exited)
 	require.Equal(t, 137, pod.ExitCode(), "%s's exit status", pod.Name)
 	pod.Restart()
 }

@@ -2,16 +2,17 @@ package e2e
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // Short timings keep the crash and fault tests fast: a lock expires 3s after
@@ -102,21 +103,11 @@ func onlyPaymentOf(t *testing.T, c *proctest.Client, order string) map[string]an
 	return p
 }
 
-// requireProblemAnswer checks an error answer's status and code.
-func requireProblemAnswer(t *testing.T, r proctest.Response, status int, code string) {
+// requireRetryAfter requires a Retry-After header of whole seconds, at least 1.
+func requireRetryAfter(t *testing.T, r apiclient.Response) int {
 	t.Helper()
-	require.Equal(t, status, r.Status, "%s", r)
-	require.Equal(t, code, r.Str("code"), "%s", r)
-	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), "%s", r)
-}
-
-// requireRetryAfter parses a Retry-After header of whole seconds, at least 1.
-func requireRetryAfter(t *testing.T, r proctest.Response) int {
-	t.Helper()
-	v := r.Header.Get("Retry-After")
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, "Retry-After %q on %s", v, r)
-	require.GreaterOrEqual(t, n, 1, "Retry-After on %s", r)
+	n := r.RetryAfter()
+	require.GreaterOrEqual(t, n, 1, "Retry-After %q on %s", r.Header.Get("Retry-After"), r)
 	return n
 }
 
@@ -140,23 +131,22 @@ func testCrashThenRetry(t *testing.T, c crashCase) {
 	podA, a := s.startPod(t, "pod-a", shortTimings(lockTTL, "PAYMENTSVC_FAILPOINT="+c.failpoint)...)
 	_, b := s.startPod(t, "pod-b", shortTimings(lockTTL)...)
 	const order, key = "o-4", "seed-4"
-	body := proctest.Visa(order, 500)
+	body := apiclient.Visa(order, 500)
 
-	if r, err := a.Pay(key, body); err == nil {
-		t.Fatalf("pod A should die mid-request at %s, but answered %s", c.failpoint, r)
-	}
-	proctest.Eventually(t, 30*time.Second, "pod A exits", podA.Exited)
+	first, err := a.Pay(key, body)
+	require.Error(t, err, "pod A dies mid-request at %s, yet answered %s", c.failpoint, first)
+	testkit.Eventually(t, 30*time.Second, "pod A exits", podA.Exited)
 	require.Equal(t, 137, podA.ExitCode(), "pod A's exit status")
 
 	r := b.MustPay(t, key, body)
-	requireProblemAnswer(t, r, 409, "idempotency_key_in_use")
+	require.NoError(t, r.CheckProblem(409, "idempotency_key_in_use"))
 	require.LessOrEqual(t, requireRetryAfter(t, r), int(lockTTL.Seconds()))
 	require.Equal(t, string(c.statusAfter), onlyPaymentOf(t, b, order)["status"], "the payment as pod A left it")
 	locked, stored := s.keyState(t, key)
 	require.True(t, locked, "the dead owner's lock holds until it expires")
 	require.False(t, stored)
 
-	proctest.Eventually(t, time.Minute, "a retry after the lock TTL is served", func() bool {
+	testkit.Eventually(t, time.Minute, "a retry after the lock TTL is served", func() bool {
 		r = b.MustPay(t, key, body)
 		return r.Status != 409
 	})

@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // setupBehindProxy is setupOps with the pod's database connections going
@@ -30,7 +32,7 @@ func setupBehindProxy(t *testing.T, opt opsOptions) (*opsStack, *proctest.TCPPro
 // requireDatabaseUnavailable checks a 503 database_unavailable problem with
 // its Retry-After, and that it neither leaks internals nor claims that
 // nothing was done.
-func requireDatabaseUnavailable(t *testing.T, r proctest.Response, what string) {
+func requireDatabaseUnavailable(t *testing.T, r apiclient.Response, what string) {
 	t.Helper()
 	opsProblem(t, r, http.StatusServiceUnavailable, "database_unavailable")
 	require.GreaterOrEqual(t, retryAfterSeconds(r), 1, "%s: Retry-After: %s", what, r)
@@ -50,11 +52,11 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	t.Parallel()
 	v := newSpecValidator(t, nil)
 	s, proxy := setupBehindProxy(t, opsOptions{transport: v.wrap})
-	paid := s.client.MustPay(t, "db-0", proctest.Visa("o-db-0", 500))
+	paid := s.client.MustPay(t, "db-0", apiclient.Visa("o-db-0", 500))
 	require.Equal(t, http.StatusCreated, paid.Status, "%s", paid)
 
 	proxy.Cut()
-	requireDatabaseUnavailable(t, s.client.MustPay(t, "db-1", proctest.Visa("o-db-1", 700)), "POST /v1/payments")
+	requireDatabaseUnavailable(t, s.client.MustPay(t, "db-1", apiclient.Visa("o-db-1", 700)), "POST /v1/payments")
 	requireDatabaseUnavailable(t, opsOK(t)(s.client.Get("/v1/payments/"+paid.Str("id"))), "GET /v1/payments/{id}")
 	requireDatabaseUnavailable(t, opsOK(t)(s.client.Get("/v1/payments?order_id=o-db-0")), "GET /v1/payments")
 	charge := providersim.Charge{ID: paid.Str("provider_charge_id"), Amount: 500, Currency: "USD",
@@ -65,11 +67,11 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	require.EqualValues(t, 1, s.sim.Stats(t).ChargeCalls, "no charge while the database is away")
 
 	proxy.Restore()
-	proctest.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
+	testkit.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
 		r, err := s.anon.Get("/readyz")
 		return err == nil && r.Status == http.StatusOK
 	})
-	r := s.client.MustPay(t, "db-1", proctest.Visa("o-db-1", 700))
+	r := s.client.MustPay(t, "db-1", apiclient.Visa("o-db-1", 700))
 	require.Equal(t, http.StatusCreated, r.Status, "the 503 stored nothing under the key: %s", r)
 	require.False(t, r.Replayed())
 	require.Equal(t, 1, s.sim.SucceededChargesFor(t, r.Str("id")))
@@ -92,21 +94,21 @@ func TestDatabaseLostWhileChargingIsNotTakenAsNotDone(t *testing.T) {
 	}})
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 2000})
 
-	answered := make(chan proctest.Response, 1)
+	answered := make(chan apiclient.Response, 1)
 	failed := make(chan error, 1)
 	go func() {
-		r, err := s.client.Pay("mid-1", proctest.Visa("o-mid", 900))
+		r, err := s.client.Pay("mid-1", apiclient.Visa("o-mid", 900))
 		if err != nil {
 			failed <- err
 			return
 		}
 		answered <- r
 	}()
-	proctest.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
 		return s.sim.Stats(t).ChargeCalls >= 1
 	})
 	proxy.Cut()
-	var r proctest.Response
+	var r apiclient.Response
 	select {
 	case r = <-answered:
 	case err := <-failed:
@@ -121,15 +123,15 @@ func TestDatabaseLostWhileChargingIsNotTakenAsNotDone(t *testing.T) {
 	paymentID := charges[0].Reference
 
 	proxy.Restore()
-	proctest.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
+	testkit.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
 		ready, err := s.anon.Get("/readyz")
 		return err == nil && ready.Status == http.StatusOK
 	})
 	// The key is still locked by the request that failed to record its
 	// result (409), until the lock expires; then the retry takes it over.
-	var retry proctest.Response
-	proctest.Eventually(t, lockTTL+time.Minute, "the retry resumes the payment once the lock expires", func() bool {
-		retry = s.client.MustPay(t, "mid-1", proctest.Visa("o-mid", 900))
+	var retry apiclient.Response
+	testkit.Eventually(t, lockTTL+time.Minute, "the retry resumes the payment once the lock expires", func() bool {
+		retry = s.client.MustPay(t, "mid-1", apiclient.Visa("o-mid", 900))
 		require.Contains(t, []int{http.StatusConflict, http.StatusCreated}, retry.Status, "%s", retry)
 		return retry.Status == http.StatusCreated
 	})

@@ -6,14 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // requireUnknown checks a 202 answer: the payment is UNKNOWN, with no charge
 // recorded, and its key is neither locked nor stored (a retry resumes it).
-func requireUnknown(t *testing.T, s *faultStack, key string, r proctest.Response) {
+func requireUnknown(t *testing.T, s *faultStack, key string, r apiclient.Response) {
 	t.Helper()
 	require.Equal(t, 202, r.Status, "%s", r)
 	require.Equal(t, "UNKNOWN", r.Str("status"), "%s", r)
@@ -26,14 +28,33 @@ func requireUnknown(t *testing.T, s *faultStack, key string, r proctest.Response
 
 // payUntilServed retries key on c while the answer says "not now" (the
 // breaker is open: 503; the key is busy: 409) and returns the first other answer.
-func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) proctest.Response {
+func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) apiclient.Response {
 	t.Helper()
-	var r proctest.Response
-	proctest.Eventually(t, time.Minute, "a retry of "+key+" is served", func() bool {
+	var r apiclient.Response
+	testkit.Eventually(t, time.Minute, "a retry of "+key+" is served", func() bool {
 		r = c.MustPay(t, key, body)
 		return r.Status != 503 && r.Status != 409
 	})
 	return r
+}
+
+// twoPods starts pod A and pod B with the short timings and returns their clients.
+func (s *faultStack) twoPods(t *testing.T) (a, b *proctest.Client) {
+	t.Helper()
+	_, a = s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
+	_, b = s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	return a, b
+}
+
+// payWithAnswersLost pays body with key on c while the provider loses every
+// answer after charging (its faults stay so): the answer is 202 UNKNOWN,
+// and the payment's id is returned.
+func (s *faultStack) payWithAnswersLost(t *testing.T, c *proctest.Client, key string, body apiclient.Payment) string {
+	t.Helper()
+	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
+	r := c.MustPay(t, key, body)
+	requireUnknown(t, s, key, r)
+	return r.Str("id")
 }
 
 // The provider creates the charge and the answer is lost, on every call:
@@ -43,15 +64,11 @@ func payUntilServed(t *testing.T, c *proctest.Client, key string, body any) proc
 func TestFaultDropAfterCommitIsUnknownThenResumes(t *testing.T) {
 	t.Parallel()
 	s := newFaultStack(t)
-	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
-	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	a, b := s.twoPods(t)
 	const key = "drop-1"
-	body := proctest.Visa("o-drop", 500)
+	body := apiclient.Visa("o-drop", 500)
 
-	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
-	r := a.MustPay(t, key, body)
-	requireUnknown(t, s, key, r)
-	id := r.Str("id")
+	id := s.payWithAnswersLost(t, a, key, body)
 	charges := s.sim.Charges(t)
 	require.Len(t, charges, 1, "the first call charged; its retries found the same charge")
 	require.Equal(t, id, charges[0].Reference)
@@ -60,7 +77,7 @@ func TestFaultDropAfterCommitIsUnknownThenResumes(t *testing.T) {
 
 	s.sim.ClearFaults(t)
 	// Pod A's breaker may have opened on the lost answers: poll through its cooldown.
-	r = payUntilServed(t, a, key, body)
+	r := payUntilServed(t, a, key, body)
 	require.Equal(t, 201, r.Status, "%s", r)
 	require.Equal(t, "SUCCEEDED", r.Str("status"))
 	require.Equal(t, id, r.Str("id"), "the retry resumed the same payment")
@@ -84,12 +101,12 @@ func TestFaultProvider503NeverChargesThenResumes(t *testing.T) {
 	s := newFaultStack(t)
 	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
 	const key = "err-1"
-	body := proctest.Visa("o-err", 500)
+	body := apiclient.Visa("o-err", 500)
 
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1.0, ErrorStatus: 503})
 	var id string
 	answers := map[int]int{}
-	proctest.Eventually(t, time.Minute, "the breaker opens and refuses", func() bool {
+	testkit.Eventually(t, time.Minute, "the breaker opens and refuses", func() bool {
 		r := a.MustPay(t, key, body)
 		answers[r.Status]++
 		switch r.Status {
@@ -101,11 +118,11 @@ func TestFaultProvider503NeverChargesThenResumes(t *testing.T) {
 			require.Equal(t, id, r.Str("id"))
 			return false
 		case 503:
-			requireProblemAnswer(t, r, 503, "provider_unavailable")
+			require.NoError(t, r.CheckProblem(503, "provider_unavailable"))
 			requireRetryAfter(t, r)
 			return true
 		}
-		t.Fatalf("want 202 or 503 while the provider fails, got %s", r)
+		require.Failf(t, "unexpected answer", "want 202 or 503 while the provider fails, got %s", r)
 		return false
 	})
 	require.Positive(t, answers[202], "the first request reached the provider: its outcome is unknown")
@@ -138,13 +155,13 @@ func TestFaultBreakerOpenRefusesNewKeyThenResumes(t *testing.T) {
 	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
 
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1.0, ErrorStatus: 503})
-	tripped := a.MustPay(t, "trip-1", proctest.Visa("o-trip", 500))
+	tripped := a.MustPay(t, "trip-1", apiclient.Visa("o-trip", 500))
 	requireUnknown(t, s, "trip-1", tripped)
 
 	const key = "new-1"
-	body := proctest.Visa("o-new", 700)
+	body := apiclient.Visa("o-new", 700)
 	r := a.MustPay(t, key, body)
-	requireProblemAnswer(t, r, 503, "provider_unavailable")
+	require.NoError(t, r.CheckProblem(503, "provider_unavailable"))
 	require.Equal(t, 5, requireRetryAfter(t, r), "Retry-After is the breaker's cooldown")
 	p := onlyPaymentOf(t, b, "o-new")
 	require.Equal(t, "CREATED", p["status"], "the refused attempt never reached the provider")
@@ -169,15 +186,11 @@ func TestFaultBreakerOpenRefusesNewKeyThenResumes(t *testing.T) {
 func TestSyncResolvesUnknownPaymentFromTheProvider(t *testing.T) {
 	t.Parallel()
 	s := newFaultStack(t)
-	_, a := s.startPod(t, "pod-a", shortTimings(shortLockTTL)...)
-	_, b := s.startPod(t, "pod-b", shortTimings(shortLockTTL)...)
+	a, b := s.twoPods(t)
 	const key = "sync-1"
-	body := proctest.Visa("o-sync", 500)
+	body := apiclient.Visa("o-sync", 500)
 
-	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
-	r := a.MustPay(t, key, body)
-	requireUnknown(t, s, key, r)
-	id := r.Str("id")
+	id := s.payWithAnswersLost(t, a, key, body)
 	s.sim.ClearFaults(t)
 	charges := s.sim.Charges(t)
 	require.Len(t, charges, 1)

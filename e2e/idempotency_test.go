@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -11,32 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
-// payRaw posts a raw JSON body, so tests control its exact bytes.
-func payRaw(t *testing.T, c *proctest.Client, key, body string) proctest.Response {
-	t.Helper()
-	r, err := c.Do(http.MethodPost, "/v1/payments", []byte(body), map[string]string{
-		"Idempotency-Key": key, "Content-Type": "application/json",
-	})
-	require.NoError(t, err)
-	return r
-}
-
-// requireCode checks a problem+json answer's status and code.
-func requireCode(t *testing.T, r proctest.Response, status int, code string) {
-	t.Helper()
-	require.Equal(t, status, r.Status, "body: %s", r.Raw)
-	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
-	require.Equal(t, code, r.Str("code"), "body: %s", r.Raw)
-	require.False(t, r.Replayed())
-}
-
 // requireReplayOf checks that again is first replayed: same status and body.
-func requireReplayOf(t *testing.T, first, again proctest.Response) {
+func requireReplayOf(t *testing.T, first, again apiclient.Response) {
 	t.Helper()
 	require.Equal(t, first.Status, again.Status, "body: %s", again.Raw)
 	require.True(t, again.Replayed(), "Idempotent-Replayed on %s", again)
@@ -51,10 +33,10 @@ func TestSeedScenario2ConcurrentPodsOneRunsOneWaits(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 800})
-	body := proctest.Visa("o-2", 500)
+	body := apiclient.Visa("o-2", 500)
 
 	var wg sync.WaitGroup
-	var ra, rb proctest.Response
+	var ra, rb apiclient.Response
 	var errA, errB error
 	wg.Go(func() { ra, errA = s.a.Pay("seed-2", body) })
 	// The scenario itself: the second request leaves 5 ms after the first.
@@ -71,13 +53,11 @@ func TestSeedScenario2ConcurrentPodsOneRunsOneWaits(t *testing.T) {
 	require.Equal(t, http.StatusCreated, won.Status, "pod answers: %s / %s", ra, rb)
 	require.False(t, won.Replayed())
 	require.Equal(t, "SUCCEEDED", won.Str("status"))
-	requireCode(t, lost, http.StatusConflict, "idempotency_key_in_use")
-	retryAfter, err := strconv.Atoi(lost.Header.Get("Retry-After"))
-	require.NoError(t, err, "Retry-After %q", lost.Header.Get("Retry-After"))
-	require.GreaterOrEqual(t, retryAfter, 1)
+	require.NoError(t, lost.CheckProblem(http.StatusConflict, "idempotency_key_in_use"))
+	requireRetryAfter(t, lost)
 
-	var retry proctest.Response
-	proctest.Eventually(t, 30*time.Second, "a retry is no longer 409", func() bool {
+	var retry apiclient.Response
+	testkit.Eventually(t, 30*time.Second, "a retry is no longer 409", func() bool {
 		retry = s.b.MustPay(t, "seed-2", body)
 		return retry.Status != http.StatusConflict
 	})
@@ -96,12 +76,12 @@ func TestSeedScenario2ConcurrentPodsOneRunsOneWaits(t *testing.T) {
 func TestSeedScenario3SameKeyDifferentRequestIs422(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	first := s.a.MustPay(t, "seed-3", proctest.Visa("o-3", 500))
+	first := s.a.MustPay(t, "seed-3", apiclient.Visa("o-3", 500))
 	require.Equal(t, http.StatusCreated, first.Status, "body: %s", first.Raw)
 
-	requireCode(t, s.b.MustPay(t, "seed-3", proctest.Visa("o-3", 700)), http.StatusUnprocessableEntity, "idempotency_key_reused")
-	requireCode(t, s.a.MustPay(t, "seed-3", proctest.Visa("o-3b", 500)), http.StatusUnprocessableEntity, "idempotency_key_reused")
-	requireReplayOf(t, first, s.b.MustPay(t, "seed-3", proctest.Visa("o-3", 500)))
+	require.NoError(t, s.b.MustPay(t, "seed-3", apiclient.Visa("o-3", 700)).CheckProblem(http.StatusUnprocessableEntity, "idempotency_key_reused"))
+	require.NoError(t, s.a.MustPay(t, "seed-3", apiclient.Visa("o-3b", 500)).CheckProblem(http.StatusUnprocessableEntity, "idempotency_key_reused"))
+	requireReplayOf(t, first, s.b.MustPay(t, "seed-3", apiclient.Visa("o-3", 500)))
 	require.Len(t, s.sim.Charges(t), 1)
 }
 
@@ -112,24 +92,17 @@ func TestManyConcurrentRequestsOneKeyOneCharge(t *testing.T) {
 	s := setup(t)
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 300})
 	const n = 40
-	body := proctest.Visa("o-many", 1234)
+	body := apiclient.Visa("o-many", 1234)
 
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	resps := make([]proctest.Response, n)
+	resps := make([]apiclient.Response, n)
 	errs := make([]error, n)
-	for i := range n {
+	testkit.Together(n, func(i int) {
 		c := s.a
 		if i%2 == 1 {
 			c = s.b
 		}
-		wg.Go(func() {
-			<-start
-			resps[i], errs[i] = c.Pay("many", body)
-		})
-	}
-	close(start)
-	wg.Wait()
+		resps[i], errs[i] = c.Pay("many", body)
+	})
 
 	created, fresh := 0, 0
 	var paymentID string
@@ -149,7 +122,7 @@ func TestManyConcurrentRequestsOneKeyOneCharge(t *testing.T) {
 		case http.StatusConflict:
 			require.Equal(t, "idempotency_key_in_use", r.Str("code"), "body: %s", r.Raw)
 		default:
-			t.Fatalf("request %d: want 201 or 409, got %s", i, r)
+			require.Failf(t, "unexpected answer", "request %d: want 201 or 409, got %s", i, r)
 		}
 	}
 	require.GreaterOrEqual(t, created, 1)
@@ -170,9 +143,9 @@ func TestTenantIsolation(t *testing.T) {
 	other := proctest.CreateTenant(t, s.dbURL, "other shop")
 	otherB := proctest.NewClient(s.podB.URL(), other.APIKey)
 
-	mine := s.a.MustPay(t, "shared-key", proctest.Visa("o-1", 500))
+	mine := s.a.MustPay(t, "shared-key", apiclient.Visa("o-1", 500))
 	require.Equal(t, http.StatusCreated, mine.Status, "body: %s", mine.Raw)
-	theirs := otherB.MustPay(t, "shared-key", proctest.Visa("o-1", 500))
+	theirs := otherB.MustPay(t, "shared-key", apiclient.Visa("o-1", 500))
 	require.Equal(t, http.StatusCreated, theirs.Status, "body: %s", theirs.Raw)
 	require.False(t, theirs.Replayed(), "another tenant's key is a different key")
 	require.NotEqual(t, mine.Str("id"), theirs.Str("id"))
@@ -180,10 +153,10 @@ func TestTenantIsolation(t *testing.T) {
 
 	r, err := otherB.Get("/v1/payments/" + mine.Str("id"))
 	require.NoError(t, err)
-	requireCode(t, r, http.StatusNotFound, "payment_not_found")
+	require.NoError(t, r.CheckProblem(http.StatusNotFound, "payment_not_found"))
 	r, err = s.b.Get("/v1/payments/" + theirs.Str("id"))
 	require.NoError(t, err)
-	requireCode(t, r, http.StatusNotFound, "payment_not_found")
+	require.NoError(t, r.CheckProblem(http.StatusNotFound, "payment_not_found"))
 	list, err := otherB.Get("/v1/payments?order_id=o-1")
 	require.NoError(t, err)
 	require.Len(t, list.JSON["data"], 1)
@@ -197,14 +170,14 @@ func TestTenantIsolation(t *testing.T) {
 func TestOrderGuardRefusesSecondKeyForPaidOrder(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	paid := s.a.MustPay(t, "k-1", proctest.Visa("o-1", 500))
+	paid := s.a.MustPay(t, "k-1", apiclient.Visa("o-1", 500))
 	require.Equal(t, http.StatusCreated, paid.Status, "body: %s", paid.Raw)
 
-	r := s.b.MustPay(t, "k-2", proctest.Visa("o-1", 500))
-	requireCode(t, r, http.StatusConflict, "order_already_has_payment")
+	r := s.b.MustPay(t, "k-2", apiclient.Visa("o-1", 500))
+	require.NoError(t, r.CheckProblem(http.StatusConflict, "order_already_has_payment"))
 	require.Equal(t, paid.Str("id"), r.Str("payment_id"))
 	// Not stored: the same refused request is refused again, not replayed.
-	requireCode(t, s.a.MustPay(t, "k-2", proctest.Visa("o-1", 500)), http.StatusConflict, "order_already_has_payment")
+	require.NoError(t, s.a.MustPay(t, "k-2", apiclient.Visa("o-1", 500)).CheckProblem(http.StatusConflict, "order_already_has_payment"))
 	require.Len(t, s.sim.Charges(t), 1)
 }
 
@@ -213,13 +186,13 @@ func TestOrderGuardRefusesSecondKeyForPaidOrder(t *testing.T) {
 func TestReorderedBodyReplays(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	first := payRaw(t, s.a, "k-order", `{"order_id":"o-r","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`)
+	first := s.a.MustPay(t, "k-order", `{"order_id":"o-r","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`)
 	require.Equal(t, http.StatusCreated, first.Status, "body: %s", first.Raw)
 	calls := s.sim.Stats(t).ChargeCalls
 
 	// (500.0 for 500 is refused as invalid_request, not an equal body: an
 	// amount is a plain integer literal; see internal/api/decode.go.)
-	again := payRaw(t, s.b, "k-order", "{\n  \"payment_method\" : \"pm_card_visa\",\n\t\"currency\":\"USD\",  \"amount\": 500 , \"order_id\":\"o-r\"\n}\n")
+	again := s.b.MustPay(t, "k-order", "{\n  \"payment_method\" : \"pm_card_visa\",\n\t\"currency\":\"USD\",  \"amount\": 500 , \"order_id\":\"o-r\"\n}\n")
 	requireReplayOf(t, first, again)
 	require.Equal(t, calls, s.sim.Stats(t).ChargeCalls, "a replay calls nothing")
 	require.Len(t, s.sim.Charges(t), 1)
@@ -229,13 +202,13 @@ func TestReorderedBodyReplays(t *testing.T) {
 func TestQuotedKeyReplaysPlainKey(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	first := s.a.MustPay(t, "k-1", proctest.Visa("o-1", 500))
+	first := s.a.MustPay(t, "k-1", apiclient.Visa("o-1", 500))
 	require.Equal(t, http.StatusCreated, first.Status, "body: %s", first.Raw)
-	requireReplayOf(t, first, s.b.MustPay(t, `"k-1"`, proctest.Visa("o-1", 500)))
+	requireReplayOf(t, first, s.b.MustPay(t, `"k-1"`, apiclient.Visa("o-1", 500)))
 
-	escaped := s.b.MustPay(t, `"k\"2\\"`, proctest.Visa("o-2", 500))
+	escaped := s.b.MustPay(t, `"k\"2\\"`, apiclient.Visa("o-2", 500))
 	require.Equal(t, http.StatusCreated, escaped.Status, "body: %s", escaped.Raw)
-	requireReplayOf(t, escaped, s.a.MustPay(t, `k"2\`, proctest.Visa("o-2", 500)))
+	requireReplayOf(t, escaped, s.a.MustPay(t, `k"2\`, apiclient.Visa("o-2", 500)))
 	require.Len(t, s.sim.Charges(t), 2)
 }
 
@@ -244,7 +217,7 @@ func TestQuotedKeyReplaysPlainKey(t *testing.T) {
 func TestDeclinedCardThenNewKeySucceeds(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	declinedBody := proctest.Payment{OrderID: "o-d", Amount: 500, Currency: "USD", PaymentMethod: "pm_card_declined"}
+	declinedBody := apiclient.Payment{OrderID: "o-d", Amount: 500, Currency: "USD", PaymentMethod: "pm_card_declined"}
 	declined := s.a.MustPay(t, "k-declined", declinedBody)
 	require.Equal(t, http.StatusPaymentRequired, declined.Status, "body: %s", declined.Raw)
 	require.False(t, declined.Replayed())
@@ -252,7 +225,7 @@ func TestDeclinedCardThenNewKeySucceeds(t *testing.T) {
 	require.Equal(t, "card_declined", declined.Str("failure_code"))
 	requireReplayOf(t, declined, s.b.MustPay(t, "k-declined", declinedBody))
 
-	paid := s.b.MustPay(t, "k-retry-visa", proctest.Visa("o-d", 500))
+	paid := s.b.MustPay(t, "k-retry-visa", apiclient.Visa("o-d", 500))
 	require.Equal(t, http.StatusCreated, paid.Status, "body: %s", paid.Raw)
 	require.False(t, paid.Replayed())
 	require.Equal(t, "SUCCEEDED", paid.Str("status"))
@@ -268,7 +241,7 @@ func TestDeclinedCardThenNewKeySucceeds(t *testing.T) {
 func TestAuditTrailOfSucceededPayment(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	r := s.a.MustPay(t, "k-audit", proctest.Visa("o-audit", 500))
+	r := s.a.MustPay(t, "k-audit", apiclient.Visa("o-audit", 500))
 	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r.Raw)
 	trail := auditTrail(t, s, r.Str("id"))
 	require.Equal(t, []string{"CREATED", "PENDING", "SUCCEEDED"}, trail)
@@ -278,7 +251,7 @@ func TestAuditTrailOfSucceededPayment(t *testing.T) {
 	}
 	require.True(t, attempts.LegalPath(path))
 	// A replay adds nothing to the trail.
-	requireReplayOf(t, r, s.b.MustPay(t, "k-audit", proctest.Visa("o-audit", 500)))
+	requireReplayOf(t, r, s.b.MustPay(t, "k-audit", apiclient.Visa("o-audit", 500)))
 	require.Equal(t, trail, auditTrail(t, s, r.Str("id")))
 }
 

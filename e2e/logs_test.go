@@ -9,9 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // onlyRequestLine waits for the one "request" log line of request id and
@@ -19,7 +21,7 @@ import (
 func onlyRequestLine(t *testing.T, p *proctest.Process, id string) opsLogLine {
 	t.Helper()
 	var lines []opsLogLine
-	proctest.Eventually(t, 30*time.Second, "the request line of "+id+" is logged", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the request line of "+id+" is logged", func() bool {
 		lines = opsRequestLines(p, id)
 		return len(lines) > 0
 	})
@@ -56,8 +58,8 @@ func TestRequestLogLines(t *testing.T) {
 	}
 
 	// A create: tenant and payment, and the caller's id echoed.
-	r := opsOK(t)(s.client.Do(http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`),
-		with("log-create-1", map[string]string{"Idempotency-Key": "log-1", "Content-Type": "application/json"})))
+	r := s.client.MustDo(t, http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`),
+		with("log-create-1", map[string]string{"Idempotency-Key": "log-1", "Content-Type": "application/json"}))
 	require.Equal(t, 201, r.Status, "%s", r)
 	require.Equal(t, "log-create-1", r.Header.Get("X-Request-Id"))
 	id, chargeID := r.Str("id"), r.Str("provider_charge_id")
@@ -67,14 +69,14 @@ func TestRequestLogLines(t *testing.T) {
 	require.Equal(t, id, l.str("payment_id"), "%v", l)
 
 	// A replay names the payment too.
-	r = opsOK(t)(s.client.Do(http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`),
-		with("log-replay-1", map[string]string{"Idempotency-Key": "log-1", "Content-Type": "application/json"})))
+	r = s.client.MustDo(t, http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`),
+		with("log-replay-1", map[string]string{"Idempotency-Key": "log-1", "Content-Type": "application/json"}))
 	require.True(t, r.Replayed())
 	l = onlyRequestLine(t, s.pod, "log-replay-1")
 	require.Equal(t, id, l.str("payment_id"), "%v", l)
 
 	// A read: the route pattern, the path, the payment.
-	r = opsOK(t)(s.client.Do(http.MethodGet, "/v1/payments/"+id, nil, with("log-get-1", nil)))
+	r = s.client.MustDo(t, http.MethodGet, "/v1/payments/"+id, nil, with("log-get-1", nil))
 	require.Equal(t, 200, r.Status)
 	l = onlyRequestLine(t, s.pod, "log-get-1")
 	requireRequestLine(t, l, http.MethodGet, "/v1/payments/{id}", 200)
@@ -83,7 +85,7 @@ func TestRequestLogLines(t *testing.T) {
 	require.Equal(t, id, l.str("payment_id"))
 
 	// Refused before a tenant is known: no tenant_id.
-	r = opsOK(t)(s.anon.Do(http.MethodGet, "/v1/payments/"+id, nil, with("log-401-1", nil)))
+	r = s.anon.MustDo(t, http.MethodGet, "/v1/payments/"+id, nil, with("log-401-1", nil))
 	require.Equal(t, 401, r.Status)
 	l = onlyRequestLine(t, s.pod, "log-401-1")
 	requireRequestLine(t, l, http.MethodGet, "/v1/payments/{id}", 401)
@@ -102,7 +104,7 @@ func TestRequestLogLines(t *testing.T) {
 	l = onlyRequestLine(t, s.pod, "log-hook-2")
 	requireRequestLine(t, l, http.MethodPost, "/v1/webhooks/sim", 200)
 	require.Equal(t, id, l.str("payment_id"), "%v", l)
-	r = opsOK(t)(s.anon.Do(http.MethodGet, "/nowhere", nil, with("log-404-1", nil)))
+	r = s.anon.MustDo(t, http.MethodGet, "/nowhere", nil, with("log-404-1", nil))
 	require.Equal(t, 404, r.Status)
 	requireRequestLine(t, onlyRequestLine(t, s.pod, "log-404-1"), http.MethodGet, "unmatched", 404)
 
@@ -112,7 +114,7 @@ func TestRequestLogLines(t *testing.T) {
 		if sent != "" {
 			h["X-Request-Id"] = sent
 		}
-		r = opsOK(t)(s.anon.Do(http.MethodGet, "/healthz", nil, h))
+		r = s.anon.MustDo(t, http.MethodGet, "/healthz", nil, h)
 		require.Equal(t, 200, r.Status)
 		got := r.Header.Get("X-Request-Id")
 		require.Regexp(t, generatedRequestID, got, "X-Request-Id %q is replaced", sent)
@@ -123,7 +125,7 @@ func TestRequestLogLines(t *testing.T) {
 	}
 	// A sane id of the longest length is kept.
 	long := strings.Repeat("a", 128)
-	r = opsOK(t)(s.anon.Do(http.MethodGet, "/healthz", nil, with(long, nil)))
+	r = s.anon.MustDo(t, http.MethodGet, "/healthz", nil, with(long, nil))
 	require.Equal(t, long, r.Header.Get("X-Request-Id"))
 	onlyRequestLine(t, s.pod, long)
 }
@@ -136,11 +138,11 @@ func TestRequestLogLines(t *testing.T) {
 func TestLogsHoldNoSecrets(t *testing.T) {
 	t.Parallel()
 	var (
-		providerKey = "sk_prov_" + opsRandom()
-		secret      = "whsec_" + opsRandom()
-		dbPassword  = "dbpw" + opsRandom()
-		token       = "pm_tok_" + opsRandom()
-		wrongKey    = "sk_wrong_" + opsRandom()
+		providerKey = testkit.RandomID("sk_prov_")
+		secret      = testkit.RandomID("whsec_")
+		dbPassword  = testkit.RandomID("dbpw")
+		token       = testkit.RandomID("pm_tok_")
+		wrongKey    = testkit.RandomID("sk_wrong_")
 	)
 	s := setupOps(t, opsOptions{
 		secret:   secret,
@@ -160,18 +162,18 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		},
 	})
 	c := s.client
-	pay := func(key, order, pm string) proctest.Response {
-		return c.MustPay(t, key, proctest.Payment{OrderID: order, Amount: 500, Currency: "USD", PaymentMethod: pm})
+	pay := func(key, order, pm string) apiclient.Response {
+		return c.MustPay(t, key, apiclient.Payment{OrderID: order, Amount: 500, Currency: "USD", PaymentMethod: pm})
 	}
 	ok := pay("sec-1", "o-1", token)
 	require.Equal(t, 201, ok.Status, "%s", ok)
 	require.True(t, pay("sec-1", "o-1", token).Replayed())
 	require.Equal(t, 422, pay("sec-1", "o-1", "pm_card_visa").Status)
 	require.Equal(t, 402, pay("sec-2", "o-2", "pm_card_declined").Status)
-	require.Equal(t, 401, opsOK(t)(proctest.NewClient(s.pod.URL(), wrongKey).Pay("sec-3", proctest.Visa("o-3", 500))).Status)
-	require.Equal(t, 400, opsOK(t)(c.Do(http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-4","payment_method":"`+token+`","coupon":"`+token+`"}`),
-		map[string]string{"Idempotency-Key": "sec-4", "Content-Type": "application/json"})).Status)
-	require.Equal(t, 404, opsOK(t)(c.Get("/v1/payments/pay_nobody")).Status)
+	require.Equal(t, 401, proctest.NewClient(s.pod.URL(), wrongKey).MustPay(t, "sec-3", apiclient.Visa("o-3", 500)).Status)
+	require.Equal(t, 400, c.MustDo(t, http.MethodPost, "/v1/payments", []byte(`{"order_id":"o-4","payment_method":"`+token+`","coupon":"`+token+`"}`),
+		map[string]string{"Idempotency-Key": "sec-4", "Content-Type": "application/json"}).Status)
+	require.Equal(t, 404, c.MustGet(t, "/v1/payments/pay_nobody").Status)
 	// Provider failures are logged with their errors.
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 500})
 	require.Equal(t, 202, pay("sec-5", "o-5", token).Status)
@@ -180,7 +182,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 
 	// Webhooks: the simulator's real deliveries, then refused ones signed
 	// with the real secret.
-	proctest.Eventually(t, time.Minute, "the simulator's webhooks are applied", func() bool {
+	testkit.Eventually(t, time.Minute, "the simulator's webhooks are applied", func() bool {
 		return strings.Count(s.pod.Logs(), `"msg":"webhook received"`) >= 3
 	})
 	charge := providersim.Charge{ID: "ch_sec", Amount: 500, Currency: "USD", Status: providersim.StatusSucceeded, Reference: ok.Str("id"), PaymentMethod: token}
@@ -199,9 +201,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		"the webhook secret": secret, "a webhook signature": stale[strings.Index(stale, "v1=")+3:],
 		"the database password": dbPassword, "the payment-method token": token,
 	} {
-		if strings.Contains(logs, v) {
-			t.Errorf("the pod's logs contain %s", name)
-		}
+		require.False(t, strings.Contains(logs, v), "the pod's logs contain %s", name)
 	}
 	require.NotContains(t, strings.ToLower(logs), "bearer ", "no Authorization header is logged")
 }

@@ -9,9 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // metricDelta is one expected change of a sample between two scrapes.
@@ -26,9 +27,7 @@ func requireDeltas(t *testing.T, before, after opsMetrics, want []metricDelta) {
 	t.Helper()
 	for _, w := range want {
 		got := after.value(w.name, w.labels) - before.value(w.name, w.labels)
-		if got != w.delta {
-			t.Errorf("%s%v moved by %v, want %v", w.name, w.labels, got, w.delta)
-		}
+		require.Equal(t, w.delta, got, "%s%v moved by", w.name, w.labels)
 	}
 }
 
@@ -47,8 +46,8 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		"PROVIDER_BREAKER_FAILURES=2", "PROVIDER_BREAKER_COOLDOWN=10m",
 	}})
 	c := s.client
-	body := func(order, pm string, amount int) proctest.Payment {
-		return proctest.Payment{OrderID: order, Amount: int64(amount), Currency: "USD", PaymentMethod: pm}
+	body := func(order, pm string, amount int) apiclient.Payment {
+		return apiclient.Payment{OrderID: order, Amount: int64(amount), Currency: "USD", PaymentMethod: pm}
 	}
 	before := s.scrape(t)
 	// Gauges are there from the first scrape; labelled counters and
@@ -75,12 +74,16 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	// in_use → 409 while a slow first request holds the key.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
-	var wg sync.WaitGroup
-	var slow proctest.Response
-	wg.Go(func() { slow = c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)) })
-	proctest.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
+	var (
+		wg      sync.WaitGroup
+		slow    apiclient.Response
+		slowErr error
+	)
+	wg.Go(func() { slow, slowErr = c.Pay("m-4", body("o-4", "pm_card_visa", 500)) }) // a goroutine must not fail the test
+	testkit.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
 	require.Equal(t, 409, c.MustPay(t, "m-4", body("o-4", "pm_card_visa", 500)).Status)
 	wg.Wait()
+	require.NoError(t, slowErr)
 	require.Equal(t, 201, slow.Status, "%s", slow)
 	// unknown → 202: two 503s open the breaker, the third try is refused.
 	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503})
@@ -108,7 +111,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	orphan.ID, orphan.Reference, orphan.IdempotencyKey = "ch_metrics_2", "", ""
 	require.Equal(t, 200, s.postWebhook(t, s.secret, opsEvent("evt_m_2", providersim.EventChargeSucceeded, orphan), nil).Status)
 	require.Equal(t, 401, s.postWebhook(t, "whsec_forged", opsEvent("evt_m_3", providersim.EventChargeSucceeded, orphan), nil).Status)
-	got := opsOK(t)(c.Get("/v1/payments/" + id))
+	got := c.MustGet(t, "/v1/payments/"+id)
 	require.Equal(t, "SUCCEEDED", got.Str("status"), "%s", got)
 
 	after := s.scrape(t)

@@ -13,19 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apispec "github.com/acme/paymentsvc/api"
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
-
-// opsProblem checks a problem+json answer's status and code.
-func opsProblem(t *testing.T, r proctest.Response, status int, code string) {
-	t.Helper()
-	require.Equal(t, status, r.Status, "%s", r)
-	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), "%s", r)
-	require.Equal(t, code, r.Str("code"), "%s", r)
-	require.EqualValues(t, status, r.JSON["status"], "%s", r)
-}
 
 // rejected marks a request the document must refuse (see headerSpecRejects).
 func rejected(h map[string]string) map[string]string {
@@ -60,7 +53,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		transport:     v.wrap,
 	})
 	c, anon := s.client, s.anon
-	pay := func(key, body string, h map[string]string) proctest.Response {
+	pay := func(key, body string, h map[string]string) apiclient.Response {
 		t.Helper()
 		headers := map[string]string{"Content-Type": "application/json"}
 		if key != "" {
@@ -69,11 +62,11 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		for k, val := range h {
 			headers[k] = val
 		}
-		return opsOK(t)(c.Do(http.MethodPost, "/v1/payments", []byte(body), headers))
+		return c.MustDo(t, http.MethodPost, "/v1/payments", []byte(body), headers)
 	}
-	get := func(cl *proctest.Client, path string, h map[string]string) proctest.Response {
+	get := func(cl *proctest.Client, path string, h map[string]string) apiclient.Response {
 		t.Helper()
-		return opsOK(t)(cl.Do(http.MethodGet, path, nil, h))
+		return cl.MustDo(t, http.MethodGet, path, nil, h)
 	}
 
 	// Operations endpoints.
@@ -98,9 +91,9 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.True(t, quoted.Status == 201 && quoted.Replayed(), "%s", quoted)
 
 	// 422: same key, different request; 409: the order is paid under another key.
-	opsProblem(t, pay("oa-1", `{"order_id":"o-1","amount":501,"currency":"USD","payment_method":"pm_card_visa"}`, nil), 422, "idempotency_key_reused")
+	require.NoError(t, pay("oa-1", `{"order_id":"o-1","amount":501,"currency":"USD","payment_method":"pm_card_visa"}`, nil).CheckProblem(422, "idempotency_key_reused"))
 	conflict := pay("oa-other", `{"order_id":"o-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, nil)
-	opsProblem(t, conflict, 409, "order_already_has_payment")
+	require.NoError(t, conflict.CheckProblem(409, "order_already_has_payment"))
 	require.Equal(t, id, conflict.Str("payment_id"))
 	require.Empty(t, conflict.Header.Get("Retry-After"))
 
@@ -114,9 +107,9 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 
 	// 400s, each also refused by the document.
 	visa := `{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
-	opsProblem(t, pay("", visa, rejected(nil)), 400, "idempotency_key_missing")
-	opsProblem(t, pay(strings.Repeat("k", 256), visa, rejected(nil)), 400, "idempotency_key_invalid")
-	opsProblem(t, pay(`"unterminated`, visa, rejected(nil)), 400, "idempotency_key_invalid")
+	require.NoError(t, pay("", visa, rejected(nil)).CheckProblem(400, "idempotency_key_missing"))
+	require.NoError(t, pay(strings.Repeat("k", 256), visa, rejected(nil)).CheckProblem(400, "idempotency_key_invalid"))
+	require.NoError(t, pay(`"unterminated`, visa, rejected(nil)).CheckProblem(400, "idempotency_key_invalid"))
 	for _, body := range []string{
 		`{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa","coupon":"x"}`,
 		`{"order_id":"o-3","amount":0,"currency":"USD","payment_method":"pm_card_visa"}`,
@@ -128,30 +121,33 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		`{"order_id":"o-3",`,
 		`[]`,
 	} {
-		opsProblem(t, pay("oa-3", body, rejected(nil)), 400, "invalid_request")
+		require.NoError(t, pay("oa-3", body, rejected(nil)).CheckProblem(400, "invalid_request"))
 	}
 	// 413 and 415.
 	huge := `{"order_id":"o-3","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"` + strings.Repeat("x", 70<<10) + `"}`
-	opsProblem(t, pay("oa-3", huge, rejected(expectContinue)), 413, "payload_too_large")
-	opsProblem(t, pay("oa-3", visa, rejected(map[string]string{"Content-Type": "text/plain"})), 415, "unsupported_media_type")
+	require.NoError(t, pay("oa-3", huge, rejected(expectContinue)).CheckProblem(413, "payload_too_large"))
+	require.NoError(t, pay("oa-3", visa, rejected(map[string]string{"Content-Type": "text/plain"})).CheckProblem(415, "unsupported_media_type"))
 
 	// 401: without a key (the document refuses it too), and with an unknown one.
-	opsProblem(t, opsOK(t)(anon.Do(http.MethodPost, "/v1/payments", []byte(visa), rejected(map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"}))), 401, "unauthorized")
-	opsProblem(t, get(anon, "/v1/payments/"+id, rejected(nil)), 401, "unauthorized")
-	opsProblem(t, get(anon, "/v1/payments?order_id=o-1", rejected(nil)), 401, "unauthorized")
+	require.NoError(t, anon.MustDo(t, http.MethodPost, "/v1/payments", []byte(visa), rejected(map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"})).CheckProblem(401, "unauthorized"))
+	require.NoError(t, get(anon, "/v1/payments/"+id, rejected(nil)).CheckProblem(401, "unauthorized"))
+	require.NoError(t, get(anon, "/v1/payments?order_id=o-1", rejected(nil)).CheckProblem(401, "unauthorized"))
 	stranger := proctest.NewClient(s.pod.URL(), "sk_not_a_key")
 	stranger.HTTP.Transport = c.HTTP.Transport
-	opsProblem(t, opsOK(t)(stranger.Do(http.MethodPost, "/v1/payments", []byte(visa), map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"})), 401, "unauthorized")
+	require.NoError(t, stranger.MustDo(t, http.MethodPost, "/v1/payments", []byte(visa), map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-3"}).CheckProblem(401, "unauthorized"))
 
 	// Reads: get, get with sync, list, 404 (unknown, and another tenant's), list without order_id.
 	got := get(c, "/v1/payments/"+id, nil)
 	require.Equal(t, 200, got.Status, "%s", got)
 	require.JSONEq(t, string(first.Raw), string(got.Raw))
-	require.Equal(t, 200, get(c, "/v1/payments/"+id+"?sync=true", nil).Status)
+	synced := get(c, "/v1/payments/"+id+"?sync=true", nil)
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, "SUCCEEDED", synced.Str("status"))
+	require.JSONEq(t, string(first.Raw), string(synced.Raw), "sync of a final payment changes nothing")
 	list := get(c, "/v1/payments?order_id=o-1", nil)
 	require.Equal(t, 200, list.Status, "%s", list)
 	require.Len(t, list.JSON["data"], 1)
-	opsProblem(t, get(c, "/v1/payments/pay_doesnotexist", nil), 404, "payment_not_found")
+	require.NoError(t, get(c, "/v1/payments/pay_doesnotexist", nil).CheckProblem(404, "payment_not_found"))
 	other := proctest.CreateTenant(t, s.db.URL, "other-shop")
 	otherClient := proctest.NewClient(s.pod.URL(), other.APIKey)
 	otherClient.HTTP.Transport = c.HTTP.Transport
@@ -160,7 +156,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// Lists: every payment of the tenant (without order_id, or with an empty
 	// one), newest first, in pages; 400 for a bad limit or an unknown cursor,
 	// another tenant's payment included.
-	listIDs := func(r proctest.Response) []string {
+	listIDs := func(r apiclient.Response) []string {
 		t.Helper()
 		require.Equal(t, 200, r.Status, "%s", r)
 		var ids []string
@@ -193,14 +189,22 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
 	slow := `{"order_id":"o-4","amount":900,"currency":"USD","payment_method":"pm_card_visa"}`
-	var wg sync.WaitGroup
-	var slowResp proctest.Response
-	wg.Go(func() { slowResp = pay("oa-4", slow, nil) })
-	proctest.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
+	var (
+		wg       sync.WaitGroup
+		slowResp apiclient.Response
+		slowErr  error
+	)
+	// Not pay: a goroutine must not fail the test.
+	wg.Go(func() {
+		slowResp, slowErr = c.Do(http.MethodPost, "/v1/payments", []byte(slow),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "oa-4"})
+	})
+	testkit.Eventually(t, 30*time.Second, "the slow charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls > calls })
 	busy := pay("oa-4", slow, nil)
-	opsProblem(t, busy, 409, "idempotency_key_in_use")
-	require.GreaterOrEqual(t, retryAfterSeconds(busy), 1, "%s", busy)
+	require.NoError(t, busy.CheckProblem(409, "idempotency_key_in_use"))
+	requireRetryAfter(t, busy)
 	wg.Wait()
+	require.NoError(t, slowErr)
 	require.Equal(t, 201, slowResp.Status, "%s", slowResp)
 	s.sim.ClearFaults(t)
 
@@ -211,24 +215,27 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 202, unknown.Status, "%s", unknown)
 	require.Equal(t, string(attempts.Unknown), unknown.Str("status"))
 	// The provider cannot be asked while the breaker is open: sync answers what is known.
-	require.Equal(t, 200, get(c, "/v1/payments/"+unknown.Str("id")+"?sync=true", nil).Status)
+	synced = get(c, "/v1/payments/"+unknown.Str("id")+"?sync=true", nil)
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, string(attempts.Unknown), synced.Str("status"))
+	require.Equal(t, unknown.Str("id"), synced.Str("id"))
 	// 503 while the breaker is open. A slow machine may reach the end of the
 	// cooldown first: then the trial call fails, reopening it, and the new
 	// payment is another 202; try again with a new order.
-	var unavailable proctest.Response
+	var unavailable apiclient.Response
 	n := 0
-	proctest.Eventually(t, time.Minute, "a create is refused while the breaker is open", func() bool {
+	testkit.Eventually(t, time.Minute, "a create is refused while the breaker is open", func() bool {
 		n++
 		k := "oa-6-" + strconv.Itoa(n)
 		unavailable = pay(k, `{"order_id":"`+k+`","amount":300,"currency":"USD","payment_method":"pm_card_visa"}`, nil)
 		return unavailable.Status == 503
 	})
-	opsProblem(t, unavailable, 503, "provider_unavailable")
-	require.GreaterOrEqual(t, retryAfterSeconds(unavailable), 1)
+	require.NoError(t, unavailable.CheckProblem(503, "provider_unavailable"))
+	requireRetryAfter(t, unavailable)
 	// The provider recovers; the UNKNOWN payment's retry resumes it.
 	s.sim.ClearFaults(t)
-	var resumed proctest.Response
-	proctest.Eventually(t, time.Minute, "the UNKNOWN payment resumes once the breaker lets a call through", func() bool {
+	var resumed apiclient.Response
+	testkit.Eventually(t, time.Minute, "the UNKNOWN payment resumes once the breaker lets a call through", func() bool {
 		resumed = pay("oa-5", unknownBody, nil)
 		return resumed.Status != 503 && resumed.Status != 409
 	})
@@ -236,7 +243,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, unknown.Str("id"), resumed.Str("id"))
 
 	// Refunds of the first payment (500).
-	refund := func(cl *proctest.Client, paymentID, key, body string, h map[string]string) proctest.Response {
+	refund := func(cl *proctest.Client, paymentID, key, body string, h map[string]string) apiclient.Response {
 		t.Helper()
 		headers := map[string]string{"Content-Type": "application/json"}
 		if key != "" {
@@ -304,9 +311,9 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// 409 in use: a second request with the key of a slow refund in flight.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000, Refunds: true})
 	refundCalls := s.sim.Stats(t).RefundCalls
-	var slowRefund proctest.Response
+	var slowRefund apiclient.Response
 	wg.Go(func() { slowRefund = refund(c, id, "oa-r3", `{"amount":100}`, nil) })
-	proctest.Eventually(t, 30*time.Second, "the slow refund reaches the provider", func() bool { return s.sim.Stats(t).RefundCalls > refundCalls })
+	testkit.Eventually(t, 30*time.Second, "the slow refund reaches the provider", func() bool { return s.sim.Stats(t).RefundCalls > refundCalls })
 	busyRefund := refund(c, id, "oa-r3", `{"amount":100}`, nil)
 	opsProblem(t, busyRefund, 409, "idempotency_key_in_use")
 	require.GreaterOrEqual(t, retryAfterSeconds(busyRefund), 1, "%s", busyRefund)
@@ -347,8 +354,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// 503 while the breaker is open (as for payments, a slow machine may see
 	// the trial call fail first: then that refund is another 202).
 	var refundKeys []string
-	var refundUnavailable proctest.Response
-	proctest.Eventually(t, time.Minute, "a refund is refused while the breaker is open", func() bool {
+	var refundUnavailable apiclient.Response
+	testkit.Eventually(t, time.Minute, "a refund is refused while the breaker is open", func() bool {
 		k := "oa-r5-" + strconv.Itoa(len(refundKeys))
 		refundKeys = append(refundKeys, k)
 		refundUnavailable = refund(c, id, k, `{"amount":10}`, nil)
@@ -362,8 +369,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	opsProblem(t, refund(c, id, refundKeys[len(refundKeys)-1], `{"amount":11}`, nil), 422, "idempotency_key_reused")
 	// The provider recovers; the same keys resume the refunds.
 	s.sim.ClearFaults(t)
-	var resumedRefund proctest.Response
-	proctest.Eventually(t, time.Minute, "the UNKNOWN refund resumes once the breaker lets a call through", func() bool {
+	var resumedRefund apiclient.Response
+	testkit.Eventually(t, time.Minute, "the UNKNOWN refund resumes once the breaker lets a call through", func() bool {
 		resumedRefund = refund(c, id, "oa-r4", `{"amount":50}`, nil)
 		return resumedRefund.Status != 503 && resumedRefund.Status != 409
 	})
@@ -399,15 +406,15 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 200, ok.Status, "%s", ok)
 	require.Equal(t, true, ok.JSON["received"])
 	require.Equal(t, 200, s.postWebhook(t, s.secret, event, nil).Status, "a duplicate is answered 200")
-	opsProblem(t, s.postWebhook(t, "", event, rejected(nil)), 401, "invalid_signature")
-	opsProblem(t, s.postWebhook(t, "whsec_wrong", event, nil), 401, "invalid_signature")
-	opsProblem(t, s.postWebhook(t, s.secret, []byte(`{"id":`), rejected(nil)), 400, "invalid_request")
-	opsProblem(t, s.postWebhook(t, s.secret, opsEvent("evt_oa_2", "charge.exploded", orphan), rejected(nil)), 400, "invalid_request")
+	require.NoError(t, s.postWebhook(t, "", event, rejected(nil)).CheckProblem(401, "invalid_signature"))
+	require.NoError(t, s.postWebhook(t, "whsec_wrong", event, nil).CheckProblem(401, "invalid_signature"))
+	require.NoError(t, s.postWebhook(t, s.secret, []byte(`{"id":`), rejected(nil)).CheckProblem(400, "invalid_request"))
+	require.NoError(t, s.postWebhook(t, s.secret, opsEvent("evt_oa_2", "charge.exploded", orphan), rejected(nil)).CheckProblem(400, "invalid_request"))
 	padded, err := json.Marshal(map[string]any{"id": "evt_oa_3", "type": providersim.EventChargeSucceeded, "data": map[string]any{"charge": orphan}, "padding": strings.Repeat("x", 300<<10)})
 	require.NoError(t, err)
-	opsProblem(t, s.postWebhook(t, s.secret, padded, expectContinue), 413, "payload_too_large")
+	require.NoError(t, s.postWebhook(t, s.secret, padded, expectContinue).CheckProblem(413, "payload_too_large"))
 	// The simulator delivered (at least) the webhooks of the charges above.
-	proctest.Eventually(t, time.Minute, "the simulator's webhooks are delivered", func() bool {
+	testkit.Eventually(t, time.Minute, "the simulator's webhooks are delivered", func() bool {
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
 		return hooks.seen["POST /v1/webhooks/sim 200"] >= 3

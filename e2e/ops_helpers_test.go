@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +15,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // opsStack is one paymentsvc pod with its own simulator, database and
@@ -56,7 +57,7 @@ func setupOps(t *testing.T, opt opsOptions) *opsStack {
 	t.Helper()
 	s := &opsStack{db: testdb.New(t), secret: opt.secret}
 	if s.secret == "" {
-		s.secret = "whsec_" + opsRandom()
+		s.secret = testkit.RandomID("whsec_")
 	}
 	simEnv := append([]string{"SIM_WEBHOOK_SECRET=" + s.secret}, opt.simEnv...)
 	var hookTarget atomic.Pointer[url.URL]
@@ -90,9 +91,7 @@ func setupOps(t *testing.T, opt opsOptions) *opsStack {
 	}
 	s.pod = proctest.StartPod(t, proctest.PodOptions{Name: "ops-pod", DatabaseURL: dbURL, ProviderURL: s.sim.URL(), Env: podEnv})
 	u, err := url.Parse(s.pod.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	hookTarget.Store(u)
 	s.tenant = proctest.CreateTenant(t, s.db.URL, "ops-shop")
 	s.client = proctest.NewClient(s.pod.URL(), s.tenant.APIKey)
@@ -112,26 +111,6 @@ func setupOps(t *testing.T, opt opsOptions) *opsStack {
 // refuse without reading it (see setupOps).
 var expectContinue = map[string]string{"Expect": "100-continue"}
 
-// opsRandom is a fresh distinctive string, for secrets that must not show
-// up in logs and for keys that must not collide.
-func opsRandom() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// opsOK returns a function that fails t on a transport error and otherwise
-// returns the response: opsOK(t)(c.Do(…)).
-func opsOK(t *testing.T) func(proctest.Response, error) proctest.Response {
-	return func(r proctest.Response, err error) proctest.Response {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("request failed: %v", err)
-		}
-		return r
-	}
-}
-
 // opsEvent is a provider event about charge.
 func opsEvent(id, typ string, charge providersim.Charge) []byte {
 	b, err := json.Marshal(providersim.Event{ID: id, Type: typ, Created: time.Now().Unix(), Data: providersim.EventData{Charge: charge}})
@@ -143,7 +122,7 @@ func opsEvent(id, typ string, charge providersim.Charge) []byte {
 
 // postWebhook posts body to the pod's webhook endpoint, signed with secret
 // at the current time ("" sends no signature), with extra headers.
-func (s *opsStack) postWebhook(t *testing.T, secret string, body []byte, extra map[string]string) proctest.Response {
+func (s *opsStack) postWebhook(t *testing.T, secret string, body []byte, extra map[string]string) apiclient.Response {
 	t.Helper()
 	h := map[string]string{"Content-Type": "application/json"}
 	if secret != "" {
@@ -152,7 +131,7 @@ func (s *opsStack) postWebhook(t *testing.T, secret string, body []byte, extra m
 	for k, v := range extra {
 		h[k] = v
 	}
-	return opsOK(t)(s.anon.Do(http.MethodPost, "/v1/webhooks/sim", body, h))
+	return s.anon.MustDo(t, http.MethodPost, "/v1/webhooks/sim", body, h)
 }
 
 // opsMetrics is one scrape of /metrics.
@@ -161,19 +140,11 @@ type opsMetrics map[string]*dto.MetricFamily
 // scrape fetches and parses the pod's /metrics.
 func (s *opsStack) scrape(t *testing.T) opsMetrics {
 	t.Helper()
-	resp, err := http.Get(s.pod.URL() + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
-	}
+	r := s.anon.MustGet(t, "/metrics")
+	require.Equal(t, http.StatusOK, r.Status, "GET /metrics")
 	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.Raw))
+	require.NoError(t, err, "parse /metrics")
 	return opsMetrics(fams)
 }
 
@@ -256,8 +227,20 @@ func opsRequestLines(p *proctest.Process, id string) []opsLogLine {
 	return out
 }
 
-// retryAfterSeconds parses a Retry-After header (0 when absent or not a number).
-func retryAfterSeconds(r proctest.Response) int {
-	n, _ := strconv.Atoi(r.Header.Get("Retry-After"))
-	return n
+// opsOK fails t on a transport error and returns the answer.
+func opsOK(t *testing.T) func(apiclient.Response, error) apiclient.Response {
+	return func(r apiclient.Response, err error) apiclient.Response {
+		t.Helper()
+		require.NoError(t, err)
+		return r
+	}
 }
+
+// opsProblem checks a problem+json answer's status and code.
+func opsProblem(t *testing.T, r apiclient.Response, status int, code string) {
+	t.Helper()
+	require.NoError(t, r.CheckProblem(status, code))
+}
+
+// retryAfterSeconds is the answer's Retry-After in whole seconds (0 if none).
+func retryAfterSeconds(r apiclient.Response) int { return r.RetryAfter() }

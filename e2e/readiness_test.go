@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // setDatabaseConnections opens or closes the pod's database to connections
@@ -46,7 +47,7 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 	v := newSpecValidator(t, nil)
 	s := setupOps(t, opsOptions{transport: v.wrap})
 	status := func(path string) (int, string) {
-		r := opsOK(t)(s.anon.Get(path))
+		r := s.anon.MustGet(t, path)
 		return r.Status, r.Str("status")
 	}
 	code, st := status("/readyz")
@@ -57,7 +58,7 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 	t.Cleanup(func() { setDatabaseConnections(t, s.db.Name, true) })
 	setDatabaseConnections(t, s.db.Name, false)
 
-	proctest.Eventually(t, time.Minute, "/readyz answers 503 while the database is unreachable", func() bool {
+	testkit.Eventually(t, time.Minute, "/readyz answers 503 while the database is unreachable", func() bool {
 		code, st = status("/readyz")
 		return code == http.StatusServiceUnavailable
 	})
@@ -70,16 +71,16 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 	_, hasGauge := m["paymentsvc_attempts_unresolved"]
 	require.False(t, hasGauge, "no stale backlog numbers while the database is unreachable")
 
-	r := s.client.MustPay(t, "ready-1", proctest.Visa("o-ready", 500))
+	r := s.client.MustPay(t, "ready-1", apiclient.Visa("o-ready", 500))
 	requireDatabaseUnavailable(t, r, "POST /v1/payments")
 	require.False(t, strings.Contains(string(r.Raw), s.db.Name), "no database detail in the answer")
 
 	setDatabaseConnections(t, s.db.Name, true)
-	proctest.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
+	testkit.Eventually(t, time.Minute, "/readyz answers 200 once the database is back", func() bool {
 		code, _ = status("/readyz")
 		return code == http.StatusOK
 	})
-	r = s.client.MustPay(t, "ready-1", proctest.Visa("o-ready", 500))
+	r = s.client.MustPay(t, "ready-1", apiclient.Visa("o-ready", 500))
 	require.Equal(t, 201, r.Status, "the key was not stored by the failed attempt: %s", r)
 	require.Equal(t, 1.0, s.scrape(t).value("paymentsvc_attempts_backlog_up", nil))
 }

@@ -15,10 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // refundBody is a refund request of amount (0: the whole rest).
@@ -30,13 +32,13 @@ func refundBody(amount int64) []byte {
 }
 
 // refund posts a refund of payment id with key.
-func refund(c *proctest.Client, id, key string, amount int64) (proctest.Response, error) {
+func refund(c *proctest.Client, id, key string, amount int64) (apiclient.Response, error) {
 	return c.Do(http.MethodPost, "/v1/payments/"+id+"/refunds", refundBody(amount), map[string]string{
 		"Idempotency-Key": key, "Content-Type": "application/json",
 	})
 }
 
-func mustRefund(t *testing.T, c *proctest.Client, id, key string, amount int64) proctest.Response {
+func mustRefund(t *testing.T, c *proctest.Client, id, key string, amount int64) apiclient.Response {
 	t.Helper()
 	r, err := refund(c, id, key, amount)
 	require.NoError(t, err, "refund %s of %s", key, id)
@@ -46,7 +48,7 @@ func mustRefund(t *testing.T, c *proctest.Client, id, key string, amount int64) 
 // paid pays order for amount through c and returns the payment's id.
 func paid(t *testing.T, c *proctest.Client, order string, amount int64) string {
 	t.Helper()
-	r := c.MustPay(t, "pay-"+order, proctest.Visa(order, amount))
+	r := c.MustPay(t, "pay-"+order, apiclient.Visa(order, amount))
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
 	return r.Str("id")
 }
@@ -100,15 +102,15 @@ func testRefundCrash(t *testing.T, fp string, statusAfter lifecycle.Status, refu
 	if r, err := refund(a, id, "rf-1", 400); err == nil {
 		t.Fatalf("pod A should die at %s, but answered %s", fp, r)
 	}
-	proctest.Eventually(t, 30*time.Second, "pod A exits", podA.Exited)
+	testkit.Eventually(t, 30*time.Second, "pod A exits", podA.Exited)
 	require.Equal(t, 137, podA.ExitCode())
 	var status string
 	require.NoError(t, s.db.Pool.QueryRow(context.Background(), `SELECT status FROM refunds WHERE payment_id = $1`, id).Scan(&status))
 	require.Equal(t, string(statusAfter), status, "the refund as pod A left it")
 
 	r := mustRefund(t, b, id, "rf-1", 400)
-	requireProblemAnswer(t, r, 409, "idempotency_key_in_use")
-	proctest.Eventually(t, time.Minute, "a retry after the lock TTL is served", func() bool {
+	opsProblem(t, r, 409, "idempotency_key_in_use")
+	testkit.Eventually(t, time.Minute, "a retry after the lock TTL is served", func() bool {
 		r = mustRefund(t, b, id, "rf-1", 400)
 		return r.Status != 409
 	})
@@ -255,7 +257,7 @@ func TestRefundsResolvedByWebhookAndReconciler(t *testing.T) {
 	lost := mustRefund(t, c, id, "rf-lost", 100)
 	sim.ClearFaults(t)
 	require.Contains(t, []int{201, 202}, lost.Status, "%s", lost) // the webhook may win the race
-	proctest.Eventually(t, 30*time.Second, "refund.succeeded resolves the lost refund", func() bool {
+	testkit.Eventually(t, 30*time.Second, "refund.succeeded resolves the lost refund", func() bool {
 		r, err := c.Get("/v1/refunds/" + lost.Str("id"))
 		return err == nil && r.Str("status") == "SUCCEEDED"
 	})
@@ -265,12 +267,12 @@ func TestRefundsResolvedByWebhookAndReconciler(t *testing.T) {
 	sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503, Refunds: true})
 	never := mustRefund(t, c, id, "rf-never", 200)
 	require.Equal(t, 202, never.Status, "%s", never)
-	trip := tripped.MustPay(t, "pay-trip", proctest.Visa("o-trip", 100))
+	trip := tripped.MustPay(t, "pay-trip", apiclient.Visa("o-trip", 100))
 	require.Equal(t, 202, trip.Status, "%s", trip)
 	sim.ClearFaults(t)
 	// Breaker open: refused before any call; the refund stays CREATED.
 	refused := mustRefund(t, tripped, id, "rf-refused", 300)
-	requireProblemAnswer(t, refused, 503, "provider_unavailable")
+	opsProblem(t, refused, 503, "provider_unavailable")
 	var refusedID, refusedStatus string
 	require.NoError(t, s.db.Pool.QueryRow(context.Background(),
 		`SELECT r.id, r.status FROM refunds r JOIN idempotency_keys k ON k.refund_id = r.id WHERE k.key = 'rf-refused'`).Scan(&refusedID, &refusedStatus))
@@ -286,7 +288,7 @@ func TestRefundsResolvedByWebhookAndReconciler(t *testing.T) {
 	// A check before the window has passed would schedule the next one
 	// minutes away: wait (by the database clock) until nothing was changed
 	// for the window, then run once.
-	proctest.Eventually(t, time.Minute, "no call of ours can land any more", func() bool {
+	testkit.Eventually(t, time.Minute, "no call of ours can land any more", func() bool {
 		var quiet bool
 		err := s.db.Pool.QueryRow(context.Background(),
 			`SELECT bool_and(updated_at < now() - interval '5500 milliseconds') FROM (

@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 type stack struct {
@@ -43,21 +47,19 @@ func TestSeedScenario1TimeoutThenRetryReplays(t *testing.T) {
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 800})
 	impatient := proctest.NewClient(s.podA.URL(), s.tenant.APIKey)
 	impatient.HTTP.Timeout = 500 * time.Millisecond
-	if r, err := impatient.Pay("seed-1", proctest.Visa("o-1", 500)); err == nil {
-		t.Fatalf("first attempt should time out on the client, got %s", r)
-	}
+	first, err := impatient.Pay("seed-1", apiclient.Visa("o-1", 500))
+	require.Error(t, err, "the first attempt times out on the client, yet got %s", first)
 	// The first request carries on without its client; wait for its charge.
-	proctest.Eventually(t, 10*time.Second, "the slow charge lands", func() bool { return len(s.sim.Charges(t)) == 1 })
-	var r proctest.Response
-	proctest.Eventually(t, 10*time.Second, "retry replays a 201", func() bool {
-		r = s.a.MustPay(t, "seed-1", proctest.Visa("o-1", 500))
+	testkit.Eventually(t, 10*time.Second, "the slow charge lands", func() bool { return len(s.sim.Charges(t)) == 1 })
+	var r apiclient.Response
+	testkit.Eventually(t, 10*time.Second, "retry replays a 201", func() bool {
+		r = s.a.MustPay(t, "seed-1", apiclient.Visa("o-1", 500))
 		return r.Status != 409
 	})
-	if r.Status != 201 || !r.Replayed() || r.Str("status") != "SUCCEEDED" {
-		t.Fatalf("retry: want 201 replayed SUCCEEDED, got %s replayed=%v", r, r.Replayed())
-	}
+	require.Equal(t, 201, r.Status, "retry: %s", r)
+	require.True(t, r.Replayed(), "the retry replays the first request's answer")
+	require.Equal(t, "SUCCEEDED", r.Str("status"))
 	charges := s.sim.Charges(t)
-	if len(charges) != 1 || charges[0].ID != r.Str("provider_charge_id") {
-		t.Fatalf("want exactly one charge %s at the provider, got %+v", r.Str("provider_charge_id"), charges)
-	}
+	require.Len(t, charges, 1, "charges at the provider")
+	require.Equal(t, r.Str("provider_charge_id"), charges[0].ID)
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // Log messages of a pod's shutdown, in order.
@@ -24,7 +26,7 @@ const (
 func logLine(t *testing.T, p *proctest.Process, msg string) opsLogLine {
 	t.Helper()
 	var found opsLogLine
-	proctest.Eventually(t, time.Minute, "the pod logs "+msg, func() bool {
+	testkit.Eventually(t, time.Minute, "the pod logs "+msg, func() bool {
 		for _, l := range opsLogLines(p) {
 			if l.str("msg") == msg {
 				found = l
@@ -46,12 +48,12 @@ func logTime(t *testing.T, l opsLogLine) time.Time {
 
 // answer is a response or the transport error of a request made in a goroutine.
 type answer struct {
-	r   proctest.Response
+	r   apiclient.Response
 	err error
 }
 
 // payAsync sends a create in a goroutine; the channel gets its answer.
-func payAsync(c *proctest.Client, key string, body proctest.Payment) <-chan answer {
+func payAsync(c *proctest.Client, key string, body apiclient.Payment) <-chan answer {
 	done := make(chan answer, 1)
 	go func() {
 		r, err := c.Pay(key, body)
@@ -83,9 +85,9 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	}})
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 
-	done := payAsync(s.client, "drain-1", proctest.Visa("o-drain", 500))
+	done := payAsync(s.client, "drain-1", apiclient.Visa("o-drain", 500))
 	// The request is in flight once the provider has it.
-	proctest.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
 		return s.sim.Stats(t).ChargeCalls >= 1
 	})
 	require.NoError(t, s.pod.Signal(syscall.SIGTERM))
@@ -126,7 +128,7 @@ func TestDrainDelayServesWhileNotReady(t *testing.T) {
 	r := opsOK(t)(s.anon.Get("/readyz"))
 	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r)
 	require.Equal(t, "draining", r.Str("status"))
-	paid := s.client.MustPay(t, "delay-1", proctest.Visa("o-delay", 500))
+	paid := s.client.MustPay(t, "delay-1", apiclient.Visa("o-delay", 500))
 	require.Equal(t, http.StatusCreated, paid.Status, "a new request is served during the drain delay: %s", paid)
 	require.Equal(t, http.StatusOK, opsOK(t)(s.client.Get("/v1/payments/"+paid.Str("id"))).Status)
 
@@ -148,8 +150,8 @@ func TestShutdownTimeoutCutsInFlightRequestsAndExitsZero(t *testing.T) {
 	}})
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 20000})
 
-	done := payAsync(s.client, "cut-1", proctest.Visa("o-cut", 500))
-	proctest.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
+	done := payAsync(s.client, "cut-1", apiclient.Visa("o-cut", 500))
+	testkit.Eventually(t, 30*time.Second, "the charge call reaches the provider", func() bool {
 		return s.sim.Stats(t).ChargeCalls >= 1
 	})
 	require.NoError(t, s.pod.Signal(syscall.SIGTERM))

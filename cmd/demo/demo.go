@@ -118,7 +118,7 @@ func (d *Demo) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.client = &client{apiKey: key}
+	d.client = newClient(key)
 	fmt.Fprintf(d.out, "providersim on %s; pod A on %s, pod B on %s; database %s\n",
 		d.sim.Addr(), d.podA.Addr(), d.podB.Addr(), d.dbName)
 	return nil

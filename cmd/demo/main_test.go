@@ -87,6 +87,6 @@ func lineAfter(t *testing.T, text, prefix string) string {
 			return rest
 		}
 	}
-	t.Fatalf("no line starting with %q in:\n%s", prefix, text)
+	require.Failf(t, "line not found", "no line starting with %q in:\n%s", prefix, text)
 	return ""
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/apiclient"
+	"github.com/acme/paymentsvc/internal/providersim"
 )
 
 // The checkout client's patience: it gives up on a request after this long
@@ -25,7 +28,7 @@ func (d *Demo) timeoutThenRetry(ctx context.Context) error {
 	if err := d.sim.setFaults(ctx, 800); err != nil {
 		return err
 	}
-	body := visa("o-1", 500)
+	body := apiclient.Visa("o-1", 500)
 	if a, err := d.client.pay(ctx, d.podA, "key-o-1", body, impatient); err != nil {
 		fmt.Fprintf(d.out, "attempt 1 -> pod A: client %s (gave up after %s)\n", shortError(err), impatient)
 	} else {
@@ -60,7 +63,7 @@ func (d *Demo) concurrentDuplicates(ctx context.Context) error {
 	if err := d.sim.setFaults(ctx, 100); err != nil {
 		return err
 	}
-	body := visa("o-2", 500)
+	body := apiclient.Visa("o-2", 500)
 	var (
 		wg      sync.WaitGroup
 		answers [2]answer
@@ -96,7 +99,7 @@ func (d *Demo) concurrentDuplicates(ctx context.Context) error {
 // Scenario 3: the key of scenario 2 reused for a different amount is refused.
 func (d *Demo) keyReused(ctx context.Context) error {
 	fmt.Fprintln(d.out, "\n== 3. same key, different payload (amount 900 instead of 500)")
-	a, err := d.client.pay(ctx, d.podA, "key-o-2", visa("o-2", 900), patient)
+	a, err := d.client.pay(ctx, d.podA, "key-o-2", apiclient.Visa("o-2", 900), patient)
 	if err != nil {
 		return err
 	}
@@ -120,7 +123,7 @@ func (d *Demo) crashAfterCharge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body := visa("o-4", 500)
+	body := apiclient.Visa("o-4", 500)
 	if a, err := d.client.pay(ctx, d.podA, "key-o-4", body, patient); err != nil {
 		fmt.Fprintf(d.out, "attempt 1 -> pod A: client %s\n", shortError(err))
 	} else {
@@ -158,10 +161,10 @@ func (d *Demo) crashAfterCharge(ctx context.Context) error {
 }
 
 // newCharges lists the ids in after that are not in before.
-func newCharges(before, after []simCharge) []string {
+func newCharges(before, after []providersim.Charge) []string {
 	var ids []string
 	for _, c := range after {
-		if !slices.ContainsFunc(before, func(b simCharge) bool { return b.ID == c.ID }) {
+		if !slices.ContainsFunc(before, func(b providersim.Charge) bool { return b.ID == c.ID }) {
 			ids = append(ids, c.ID)
 		}
 	}

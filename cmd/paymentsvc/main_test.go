@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/db/migrations"
+	"github.com/acme/paymentsvc/internal/childproc"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
-
-// noProvider is a provider URL nothing listens on; these tests never pay.
-const noProvider = "http://127.0.0.1:9"
 
 // runCLI runs paymentsvc with args and env to completion.
 func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
@@ -70,12 +67,41 @@ func countMsg(lines []logLine, msg string) int {
 	return n
 }
 
-func migrationFiles(t *testing.T) int {
+// migrationVersions are the versions of the migration files, in order.
+func migrationVersions(t *testing.T) []int64 {
 	t.Helper()
-	m, err := fs.Glob(migrations.FS, "*.sql")
+	files, err := fs.Glob(migrations.FS, "*.sql")
 	require.NoError(t, err)
-	require.NotEmpty(t, m)
-	return len(m)
+	require.NotEmpty(t, files)
+	var out []int64
+	for _, f := range files {
+		digits, _, ok := strings.Cut(f, "_")
+		require.True(t, ok, "migration file %s is VERSION_name.sql", f)
+		v, err := strconv.ParseInt(digits, 10, 64)
+		require.NoError(t, err, "migration file %s", f)
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// appliedMigrations reads goose's version table of the database at url:
+// the version of every row that records an applied migration, in the order
+// they were applied (goose's own row for version 0 left out), and the
+// highest row id, which grows with every row goose adds.
+func appliedMigrations(t *testing.T, url string) (versions []int64, lastRow int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT version_id FROM goose_db_version WHERE version_id > 0 AND is_applied ORDER BY id`)
+	require.NoError(t, err)
+	versions, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max(id) FROM goose_db_version`).Scan(&lastRow))
+	return versions, lastRow
 }
 
 func TestUsageAndBadArguments(t *testing.T) {
@@ -138,10 +164,10 @@ func TestRelayLogHidesNATSCredentials(t *testing.T) {
 	d := testdb.New(t)
 	// The port is not a number: every connection attempt fails with an
 	// error that quotes the whole URL, and is logged.
-	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider, Env: []string{
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{
 		"OUTBOX_RELAY=on", "NATS_URL=nats://u:s3cret@127.0.0.1:notaport",
 	}})
-	proctest.Eventually(t, time.Minute, "the relay logs its failed connection", func() bool {
+	testkit.Eventually(t, time.Minute, "the relay logs its failed connection", func() bool {
 		return countMsg(logLines(p.Logs()), "connect to NATS") > 0
 	})
 	for _, l := range logLines(p.Logs()) {
@@ -158,7 +184,7 @@ func TestRelayLogHidesNATSCredentials(t *testing.T) {
 func TestHealthcheck(t *testing.T) {
 	t.Parallel()
 	d := testdb.New(t)
-	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider})
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http")})
 	_, port, err := net.SplitHostPort(p.Addr())
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -199,7 +225,8 @@ func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 
 	_, stderr, code := runCLI(t, env, "migrate")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
-	require.Equal(t, migrationFiles(t), countMsg(logLines(stderr), "migration applied"), "stderr: %s", stderr)
+	applied, lastRow := appliedMigrations(t, url)
+	require.Equal(t, migrationVersions(t), applied, "every migration applied once, in order")
 
 	conn, err := pgx.Connect(t.Context(), url)
 	require.NoError(t, err, "the database exists after migrate")
@@ -211,14 +238,16 @@ func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 
 	_, stderr, code = runCLI(t, env, "migrate")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
-	require.Zero(t, countMsg(logLines(stderr), "migration applied"), "second migrate applies nothing: %s", stderr)
+	again, lastRowAgain := appliedMigrations(t, url)
+	require.Equal(t, applied, again, "second migrate applies nothing")
+	require.Equal(t, lastRow, lastRowAgain, "second migrate writes no row to goose's table")
 }
 
 func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 	t.Parallel()
 	for _, lockTTL := range []string{"5s", "11s"} { // 11s = budget + call timeout: not longer
 		_, stderr, code := runCLI(t, []string{
-			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + noProvider,
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"),
 			"IDEMPOTENCY_LOCK_TTL=" + lockTTL, "PROVIDER_RETRY_BUDGET=8s", "PROVIDER_CALL_TIMEOUT=3s",
 		}, "serve")
 		require.Equal(t, 1, code, "lock TTL %s, stderr: %s", lockTTL, stderr)
@@ -237,7 +266,7 @@ func TestRefusesNegativeShutdownDurations(t *testing.T) {
 	t.Parallel()
 	for _, env := range []string{"SHUTDOWN_DRAIN_DELAY=-1s", "SHUTDOWN_TIMEOUT=-1s"} {
 		_, stderr, code := runCLI(t, []string{
-			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + noProvider, env,
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"), env,
 		}, "serve")
 		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
 		lines := logLines(stderr)
@@ -287,11 +316,8 @@ func TestTenantCreatePrintsKeyOnceAndStoresOnlyItsHash(t *testing.T) {
 func TestSigtermOnIdleServeExitsZero(t *testing.T) {
 	t.Parallel()
 	d := testdb.New(t)
-	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: noProvider})
-	resp, err := http.Get(p.URL() + "/healthz")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http")})
+	require.Equal(t, http.StatusOK, proctest.NewClient(p.URL(), "").MustGet(t, "/healthz").Status)
 
 	require.NoError(t, p.Signal(syscall.SIGTERM))
 	code, err := p.Wait(time.Minute)
@@ -312,112 +338,32 @@ func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
 	bin := proctest.Build(t).PaymentSvc
 	url := testdb.NewEmpty(t)
 	env := []string{
-		"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + url, "HTTP_ADDR=127.0.0.1:0",
-		"PROVIDER_URL=" + noProvider, "OUTBOX_RELAY=off",
+		"DATABASE_URL=" + url, "HTTP_ADDR=127.0.0.1:0",
+		"PROVIDER_URL=" + testkit.RefusedURL(t, "http"), "OUTBOX_RELAY=off",
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	pods := make([]*rawProcess, 2)
+	// childproc.Start waits for each pod's "listening" line (up to its
+	// StartTimeout), so the pods are started from goroutines released
+	// together; proctest.StartProcess would fail t from them.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	pods := make([]*childproc.Proc, 2)
 	errs := make([]error, 2)
-	for i := range pods {
-		wg.Go(func() {
-			<-start
-			pods[i], errs[i] = startRaw(bin, env, "serve")
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(2, func(i int) {
+		pods[i], errs[i] = childproc.Start(ctx, fmt.Sprintf("pod-%d", i), bin, []string{"serve"}, env)
+	})
 	for _, p := range pods {
 		if p != nil {
-			t.Cleanup(p.stop)
+			t.Cleanup(p.Kill)
 		}
 	}
-	for _, err := range errs {
-		require.NoError(t, err)
+	for i, err := range errs {
+		require.NoError(t, err, "pod %d", i)
 	}
 	for i, p := range pods {
-		proctest.Eventually(t, 2*time.Minute, "pod listens", func() bool {
-			require.False(t, p.exited(), "pod %d exited:\n%s", i, p.logs())
-			return p.addr() != ""
-		})
-		resp, err := http.Get("http://" + p.addr() + "/healthz")
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		resp, err = http.Get("http://" + p.addr() + "/readyz")
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		c := proctest.NewClient(p.URL(), "")
+		require.Equal(t, http.StatusOK, c.MustGet(t, "/healthz").Status, "pod %d", i)
+		require.Equal(t, http.StatusOK, c.MustGet(t, "/readyz").Status, "pod %d", i)
 	}
-	applied := countMsg(logLines(pods[0].logs()), "migration applied") + countMsg(logLines(pods[1].logs()), "migration applied")
-	require.Equal(t, migrationFiles(t), applied, "each migration applied once:\n%s\n%s", pods[0].logs(), pods[1].logs())
-}
-
-// rawProcess is a process started without waiting for it, so that two can
-// start at the same moment (proctest.StartProcess waits for each in turn).
-type rawProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	address string
-}
-
-func startRaw(bin string, env []string, args ...string) (*rawProcess, error) {
-	p := &rawProcess{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Env = env
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			p.mu.Lock()
-			p.buf.Write(sc.Bytes())
-			p.buf.WriteByte('\n')
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				p.address = rec.Addr
-			}
-			p.mu.Unlock()
-		}
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *rawProcess) addr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.address
-}
-
-func (p *rawProcess) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.String()
-}
-
-func (p *rawProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *rawProcess) stop() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	applied, _ := appliedMigrations(t, url)
+	require.Equal(t, migrationVersions(t), applied, "each migration applied once:\n%s\n%s", pods[0].Logs(), pods[1].Logs())
 }

@@ -1,89 +1,36 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"net"
-	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds ./cmd/reconciler once per test process.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "reconciler-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "reconciler")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, buildErr, "go build ./cmd/reconciler")
-	return binPath
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
 
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
-// reconciler runs the binary with only env (and PATH) in its environment.
+// reconciler runs the binary with env added to childproc.Env(), which
+// holds none of the services' settings.
 func reconciler(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("run reconciler: %v", err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-}
-
-func closedURL(t *testing.T, scheme string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return scheme + "://" + addr
+	stdout, stderr, code, err := proctest.Run(ctx, proctest.Build(t).Reconciler, args, env)
+	require.NoError(t, err, "run reconciler %v", args)
+	return result{code: code, stdout: stdout, stderr: stderr}
 }
 
 func TestHelp(t *testing.T) {
@@ -134,8 +81,8 @@ func TestCannotRunExits1(t *testing.T) {
 	sim := startSim(t)
 	fast := []string{"PROVIDER_CALL_TIMEOUT=200ms", "PROVIDER_RETRY_BUDGET=300ms"}
 	cases := map[string][]string{
-		"database unreachable":     {"DATABASE_URL=" + closedURL(t, "postgres") + "/payments?sslmode=disable", "PROVIDER_URL=" + sim},
-		"provider unreachable":     {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + closedURL(t, "http")},
+		"database unreachable":     {"DATABASE_URL=" + testkit.RefusedURL(t, "postgres") + "/payments?sslmode=disable", "PROVIDER_URL=" + sim},
+		"provider unreachable":     {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + testkit.RefusedURL(t, "http")},
 		"lock shorter than a call": {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + sim, "IDEMPOTENCY_LOCK_TTL=400ms"},
 		// Refused as the pods refuse it, not silently replaced by 8s.
 		"no retry budget": {"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + sim, "PROVIDER_RETRY_BUDGET=0s"},
@@ -160,15 +107,9 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	simURL := startSim(t)
 	ctx := t.Context()
 	// One UNKNOWN payment, unchanged for 10 minutes, that the provider charged.
-	_, err := db.Pool.Exec(ctx, `
-		INSERT INTO tenants (id, name, api_key_sha256) VALUES ('ten_1', 't', '\x01');
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		VALUES ('pay_1', 'ten_1', 'o-1', 'k-1', 500, 'USD', 'pm_card_visa', 'UNKNOWN', now() - interval '10 minutes');
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
-		VALUES ('ten_1', 'k-1', '\x00', 'pay_1', now() + interval '1 day')`)
-	require.NoError(t, err)
+	a := testdb.Attempt(t, db.Pool, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	ch, err := provider.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
-		Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_1", IdempotencyKey: "psvc_pay_1",
+		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod, Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
 	})
 	require.NoError(t, err)
 	env := []string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL}
@@ -286,12 +227,5 @@ func requireJSONLogs(t *testing.T, stderr string) {
 
 func startSim(t *testing.T) string {
 	t.Helper()
-	sim, err := providersim.New(providersim.Config{APIKey: "sk_sim"})
-	require.NoError(t, err)
-	srv := httptest.NewServer(sim.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = sim.Close()
-	})
-	return srv.URL
+	return proctest.ServeSim(t, providersim.Config{APIKey: "sk_sim"}, nil).URL()
 }

@@ -3,8 +3,11 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkCreatePayment measures the whole create path over HTTP: auth,
@@ -13,22 +16,22 @@ import (
 // against the real PostgreSQL. Run: go test -run '^$' -bench CreatePayment ./internal/api
 func BenchmarkCreatePayment(b *testing.B) {
 	bd := setup(b)
-	var seq atomic.Int64
+	c := bd.client(bd.a)
+	var (
+		seq  atomic.Int64
+		errs firstError
+	)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := seq.Add(1)
 			body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
-			r := bd.do(http.MethodPost, "/v1/payments", []byte(body), map[string]string{
-				"Authorization": "Bearer " + bd.a.APIKey, "Idempotency-Key": fmt.Sprintf("bench-%d", n),
-				"Content-Type": "application/json",
-			})
-			if r.status != http.StatusCreated {
-				b.Fatalf("create: %d %s", r.status, r.raw)
-			}
+			r, err := c.Pay(fmt.Sprintf("bench-%d", n), body)
+			errs.check(err, r.Status, "create")
 		}
 	})
+	require.NoError(b, errs.get())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
 }
 
@@ -36,21 +39,45 @@ func BenchmarkCreatePayment(b *testing.B) {
 // response is answered without touching the attempt or the provider.
 func BenchmarkReplayPayment(b *testing.B) {
 	bd := setup(b)
-	body := []byte(`{"order_id":"replay","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`)
-	headers := map[string]string{
-		"Authorization": "Bearer " + bd.a.APIKey, "Idempotency-Key": "replay-1", "Content-Type": "application/json",
-	}
-	if r := bd.do(http.MethodPost, "/v1/payments", body, headers); r.status != http.StatusCreated {
-		b.Fatalf("create: %d %s", r.status, r.raw)
-	}
+	c := bd.client(bd.a)
+	body := `{"order_id":"replay","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
+	require.Equal(b, http.StatusCreated, c.MustPay(b, "replay-1", body).Status)
+	var errs firstError
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if r := bd.do(http.MethodPost, "/v1/payments", body, headers); r.status != http.StatusCreated {
-				b.Fatalf("replay: %d %s", r.status, r.raw)
-			}
+			r, err := c.Pay("replay-1", body)
+			errs.check(err, r.Status, "replay")
 		}
 	})
+	require.NoError(b, errs.get())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "replays/s")
+}
+
+// firstError keeps the first failure of the benchmark's goroutines, which
+// must not fail the benchmark themselves.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) check(err error, status int, what string) {
+	if err == nil && status != http.StatusCreated {
+		err = fmt.Errorf("%s: status %d", what, status)
+	}
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/acme/paymentsvc/internal/api"
 )
 
@@ -29,14 +31,9 @@ func TestReadyzWhileDraining(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		var body struct{ Status string }
-		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-			t.Fatalf("%s: %v: %s", path, err, rec.Body)
-		}
-		if rec.Code != want.code || body.Status != want.status {
-			t.Errorf("%s = %d %q, want %d %q", path, rec.Code, body.Status, want.code, want.status)
-		}
-		if rec.Header().Get("X-Request-Id") == "" {
-			t.Errorf("%s: no X-Request-Id", path)
-		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "%s: %s", path, rec.Body)
+		require.Equal(t, want.code, rec.Code, path)
+		require.Equal(t, want.status, body.Status, path)
+		require.NotEmpty(t, rec.Header().Get("X-Request-Id"), path)
 	}
 }

@@ -2,34 +2,26 @@ package api_test
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func loadSpec(t *testing.T) *openapi3.T {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(apispec.OpenAPI)
-	if err != nil {
-		t.Fatalf("load api/openapi.yaml: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("api/openapi.yaml is not a valid OpenAPI document: %v", err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		t.Fatalf("api/openapi.yaml is OpenAPI %s, want 3.1", doc.OpenAPI)
-	}
+	require.NoError(t, err, "load api/openapi.yaml")
+	require.NoError(t, doc.Validate(context.Background()), "api/openapi.yaml is not a valid OpenAPI document")
+	require.True(t, doc.IsOpenAPI31OrLater(), "api/openapi.yaml is OpenAPI %s, want 3.1", doc.OpenAPI)
 	return doc
 }
 
@@ -41,17 +33,13 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	doc := loadSpec(t)
 	h := api.New(api.Deps{Webhooks: http.NotFoundHandler(), OpenAPI: apispec.OpenAPI, Log: slog.New(slog.DiscardHandler)})
 	routes, ok := h.(chi.Routes)
-	if !ok {
-		t.Fatalf("api.New returned %T, not a chi router", h)
-	}
+	require.True(t, ok, "api.New returned %T, not a chi router", h)
 	var served []string
 	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var documented []string
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {
@@ -60,9 +48,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	}
 	slices.Sort(served)
 	slices.Sort(documented)
-	if !slices.Equal(served, documented) {
-		t.Fatalf("routes and api/openapi.yaml differ:\nserved:     %q\ndocumented: %q", served, documented)
-	}
+	require.Equal(t, documented, served, "routes and api/openapi.yaml differ")
 }
 
 // TestOpenAPIProblemCodes checks that the Problem code enum is exactly the
@@ -75,52 +61,15 @@ func TestOpenAPIProblemCodes(t *testing.T) {
 	for _, v := range doc.Components.Schemas["ProblemCode"].Value.Enum {
 		documented = append(documented, v.(string))
 	}
-	sent := stringConsts(t, "../apperr/apperr.go", func(name string, typ ast.Expr) bool {
-		id, ok := typ.(*ast.Ident)
-		return ok && id.Name == "Code"
-	})
+	var sent []string
+	for _, c := range testkit.GoStringConsts(t, "../apperr/apperr.go") {
+		if c.Type == "Code" {
+			sent = append(sent, c.Value)
+		}
+	}
+	require.NotEmpty(t, sent, "no error codes found in internal/apperr")
 	slices.Sort(sent)
 	sent = slices.Compact(sent)
 	slices.Sort(documented)
-	if !slices.Equal(sent, documented) {
-		t.Fatalf("problem codes differ:\nin the code:            %q\nin api/openapi.yaml:    %q", sent, documented)
-	}
-}
-
-// stringConsts returns the values of the string constants of file that keep
-// says are error codes.
-func stringConsts(t *testing.T, file string, keep func(name string, typ ast.Expr) bool) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if i >= len(vs.Values) || !keep(name.Name, vs.Type) {
-					continue
-				}
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				v, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, v)
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no error codes found in %s", file)
-	}
-	return out
+	require.Equal(t, documented, sent, "problem codes in internal/apperr and in api/openapi.yaml differ")
 }

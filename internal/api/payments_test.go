@@ -24,12 +24,12 @@ func TestUnauthorizedWritesNothing(t *testing.T) {
 	for name, auth := range auths {
 		headers := map[string]string{"Authorization": auth, "Idempotency-Key": "k-" + name, "Content-Type": "application/json"}
 		r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), headers)
-		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+		require.NoError(t, r.CheckProblem(http.StatusUnauthorized, "unauthorized"))
 
 		r = b.do(http.MethodGet, "/v1/payments/pay_x", nil, map[string]string{"Authorization": auth})
-		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+		require.NoError(t, r.CheckProblem(http.StatusUnauthorized, "unauthorized"))
 		r = b.do(http.MethodGet, "/v1/payments?order_id=o-1", nil, map[string]string{"Authorization": auth})
-		requireProblem(t, r, http.StatusUnauthorized, "unauthorized")
+		require.NoError(t, r.CheckProblem(http.StatusUnauthorized, "unauthorized"))
 	}
 	b.requireNothingWritten()
 }
@@ -41,14 +41,14 @@ func TestUnsupportedMediaType(t *testing.T) {
 		r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), map[string]string{
 			"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "k-1", "Content-Type": ct,
 		})
-		requireProblem(t, r, http.StatusUnsupportedMediaType, "unsupported_media_type")
+		require.NoError(t, r.CheckProblem(http.StatusUnsupportedMediaType, "unsupported_media_type"))
 	}
 	b.requireNothingWritten()
 	// A charset parameter is fine.
 	r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-1", 500)), map[string]string{
 		"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "k-1", "Content-Type": "application/json; charset=utf-8",
 	})
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
 }
 
 func TestPayloadTooLarge(t *testing.T) {
@@ -57,7 +57,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	f := validFields()
 	f["description"] = strings.Repeat("x", 64<<10)
 	r := b.pay(b.a, "k-1", body(f))
-	requireProblem(t, r, http.StatusRequestEntityTooLarge, "payload_too_large")
+	require.NoError(t, r.CheckProblem(http.StatusRequestEntityTooLarge, "payload_too_large"))
 	b.requireNothingWritten()
 
 	// Just under the limit is read (and then refused for its content, not its size).
@@ -66,21 +66,21 @@ func TestPayloadTooLarge(t *testing.T) {
 	almost := raw[:len(raw)-1] + strings.Repeat(" ", pad) + "}"
 	require.Len(t, almost, 64<<10)
 	r = b.pay(b.a, "k-1", almost)
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
 }
 
 func TestIdempotencyKeyMissingOrInvalid(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.pay(b.a, "", visa("o-1", 500))
-	requireProblem(t, r, http.StatusBadRequest, "idempotency_key_missing")
+	require.NoError(t, r.CheckProblem(http.StatusBadRequest, "idempotency_key_missing"))
 	for _, key := range []string{strings.Repeat("k", 256), "a b", "ключ", `"unterminated`, `"bad\escape"`} {
 		r := b.pay(b.a, key, visa("o-1", 500))
-		requireProblem(t, r, http.StatusBadRequest, "idempotency_key_invalid")
+		require.NoError(t, r.CheckProblem(http.StatusBadRequest, "idempotency_key_invalid"))
 	}
 	b.requireNothingWritten()
 	r = b.pay(b.a, strings.Repeat("k", 255), visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
 }
 
 func TestInvalidRequest(t *testing.T) {
@@ -148,9 +148,9 @@ func TestInvalidRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := b.pay(b.a, "k-"+strings.ReplaceAll(c.name, " ", "-"), c.body)
-		requireProblem(t, r, http.StatusBadRequest, "invalid_request", c.name)
+		require.NoError(t, r.CheckProblem(http.StatusBadRequest, "invalid_request"), c.name)
 		if c.detail != "" {
-			require.Contains(t, r.str("detail"), c.detail, "%s: detail names the field", c.name)
+			require.Contains(t, r.Str("detail"), c.detail, "%s: detail names the field", c.name)
 		}
 	}
 	b.requireNothingWritten()
@@ -159,15 +159,15 @@ func TestInvalidRequest(t *testing.T) {
 	f := validFields()
 	f["order_id"], f["description"], f["metadata"] = "o-utf8", "café ☕ \t tab", map[string]string{"clé": "välue"}
 	r := b.pay(b.a, "k-utf8", body(f))
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
-	require.Equal(t, "café ☕ \t tab", r.str("description"))
-	require.Equal(t, map[string]any{"clé": "välue"}, r.json["metadata"])
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
+	require.Equal(t, "café ☕ \t tab", r.Str("description"))
+	require.Equal(t, map[string]any{"clé": "välue"}, r.JSON["metadata"])
 
 	// The edges of the valid range are accepted.
-	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-max", with("amount", int64(99999999999))).status)
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-max", with("amount", int64(99999999999))).Status)
 	f = validFields()
 	f["order_id"], f["amount"] = strings.Repeat("o", 64), 1
-	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-min", body(f)).status)
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-min", body(f)).Status)
 }
 
 func TestInvalidRequestIsNotStored(t *testing.T) {
@@ -175,81 +175,81 @@ func TestInvalidRequestIsNotStored(t *testing.T) {
 	b := setup(t)
 	f := validFields()
 	f["amount"] = 0
-	requireProblem(t, b.pay(b.a, "k-1", body(f)), http.StatusBadRequest, "invalid_request")
-	requireProblem(t, b.pay(b.a, "k-1", `{"order_id":`), http.StatusBadRequest, "invalid_request")
+	require.NoError(t, b.pay(b.a, "k-1", body(f)).CheckProblem(http.StatusBadRequest, "invalid_request"))
+	require.NoError(t, b.pay(b.a, "k-1", `{"order_id":`).CheckProblem(http.StatusBadRequest, "invalid_request"))
 	b.requireNothingWritten()
 
 	r := b.pay(b.a, "k-1", visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
-	require.Empty(t, r.header.Get("Idempotent-Replayed"))
-	require.Equal(t, "SUCCEEDED", r.str("status"))
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
+	require.Empty(t, r.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, "SUCCEEDED", r.Str("status"))
 }
 
 func TestCreateReplayAndMismatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.pay(b.a, "k-1", visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, r.status, "body: %s", r)
-	require.Equal(t, "application/json", r.header.Get("Content-Type"))
-	require.Empty(t, r.header.Get("Idempotent-Replayed"))
-	require.True(t, strings.HasPrefix(r.str("id"), "pay_"), "id %q", r.str("id"))
-	require.Equal(t, "o-1", r.str("order_id"))
-	require.EqualValues(t, 500, r.json["amount"])
-	require.Equal(t, "USD", r.str("currency"))
-	require.Equal(t, "SUCCEEDED", r.str("status"))
-	require.Equal(t, "sim", r.str("provider"))
-	require.True(t, strings.HasPrefix(r.str("provider_charge_id"), "ch_"))
-	require.Contains(t, r.json, "failure_code")
-	require.Nil(t, r.json["failure_code"])
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
+	require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+	require.Empty(t, r.Header.Get("Idempotent-Replayed"))
+	require.True(t, strings.HasPrefix(r.Str("id"), "pay_"), "id %q", r.Str("id"))
+	require.Equal(t, "o-1", r.Str("order_id"))
+	require.EqualValues(t, 500, r.JSON["amount"])
+	require.Equal(t, "USD", r.Str("currency"))
+	require.Equal(t, "SUCCEEDED", r.Str("status"))
+	require.Equal(t, "sim", r.Str("provider"))
+	require.True(t, strings.HasPrefix(r.Str("provider_charge_id"), "ch_"))
+	require.Contains(t, r.JSON, "failure_code")
+	require.Nil(t, r.JSON["failure_code"])
 	for _, f := range []string{"created_at", "updated_at"} {
-		_, err := time.Parse(time.RFC3339, r.str(f))
+		_, err := time.Parse(time.RFC3339, r.Str(f))
 		require.NoError(t, err, f)
 	}
-	require.NotContains(t, r.json, "tenant_id")
+	require.NotContains(t, r.JSON, "tenant_id")
 
 	again := b.pay(b.a, "k-1", visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, again.status)
-	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
-	require.JSONEq(t, string(r.raw), string(again.raw))
+	require.Equal(t, http.StatusCreated, again.Status)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(r.Raw), string(again.Raw))
 
-	requireProblem(t, b.pay(b.a, "k-1", visa("o-1", 501)), http.StatusUnprocessableEntity, "idempotency_key_reused")
+	require.NoError(t, b.pay(b.a, "k-1", visa("o-1", 501)).CheckProblem(http.StatusUnprocessableEntity, "idempotency_key_reused"))
 
 	// A second key for the paid order is refused and names the payment.
 	other := b.pay(b.a, "k-2", visa("o-1", 500))
-	requireProblem(t, other, http.StatusConflict, "order_already_has_payment")
-	require.Equal(t, r.str("id"), other.str("payment_id"))
+	require.NoError(t, other.CheckProblem(http.StatusConflict, "order_already_has_payment"))
+	require.Equal(t, r.Str("id"), other.Str("payment_id"))
 }
 
 func TestGetPayment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	created := b.pay(b.a, "k-1", visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, created.status, "body: %s", created)
-	id := created.str("id")
+	require.Equal(t, http.StatusCreated, created.Status, "body: %s", created)
+	id := created.Str("id")
 
 	r := b.get(b.a, "/v1/payments/"+id)
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
-	require.JSONEq(t, string(created.raw), string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status, "body: %s", r)
+	require.JSONEq(t, string(created.Raw), string(r.Raw))
 
-	requireProblem(t, b.get(b.a, "/v1/payments/pay_doesnotexist"), http.StatusNotFound, "payment_not_found")
+	require.NoError(t, b.get(b.a, "/v1/payments/pay_doesnotexist").CheckProblem(http.StatusNotFound, "payment_not_found"))
 	// Another tenant's payment does not exist for b.
-	requireProblem(t, b.get(b.b, "/v1/payments/"+id), http.StatusNotFound, "payment_not_found")
+	require.NoError(t, b.get(b.b, "/v1/payments/"+id).CheckProblem(http.StatusNotFound, "payment_not_found"))
 }
 
 func TestListPaymentsByOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	declined := b.pay(b.a, "k-1", body(map[string]any{"order_id": "o-1", "amount": 500, "currency": "USD", "payment_method": "pm_card_declined"}))
-	require.Equal(t, http.StatusPaymentRequired, declined.status, "body: %s", declined)
+	require.Equal(t, http.StatusPaymentRequired, declined.Status, "body: %s", declined)
 	paid := b.pay(b.a, "k-2", visa("o-1", 500))
-	require.Equal(t, http.StatusCreated, paid.status, "body: %s", paid)
-	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-3", visa("o-2", 700)).status)
+	require.Equal(t, http.StatusCreated, paid.Status, "body: %s", paid)
+	require.Equal(t, http.StatusCreated, b.pay(b.a, "k-3", visa("o-2", 700)).Status)
 	// Order ids are per tenant: b pays its own o-1.
-	require.Equal(t, http.StatusCreated, b.pay(b.b, "k-1", visa("o-1", 900)).status)
+	require.Equal(t, http.StatusCreated, b.pay(b.b, "k-1", visa("o-1", 900)).Status)
 
 	r := b.get(b.a, "/v1/payments?order_id=o-1")
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
-	data, ok := r.json["data"].([]any)
+	require.Equal(t, http.StatusOK, r.Status, "body: %s", r)
+	data, ok := r.JSON["data"].([]any)
 	require.True(t, ok, "body: %s", r)
 	require.Len(t, data, 2)
 	ids := []string{}
@@ -258,17 +258,17 @@ func TestListPaymentsByOrder(t *testing.T) {
 		ids = append(ids, p["id"].(string))
 		require.Equal(t, "o-1", p["order_id"])
 	}
-	require.ElementsMatch(t, []string{declined.str("id"), paid.str("id")}, ids)
+	require.ElementsMatch(t, []string{declined.Str("id"), paid.Str("id")}, ids)
 
 	r = b.get(b.a, "/v1/payments?order_id=o-none")
-	require.Equal(t, http.StatusOK, r.status)
-	require.JSONEq(t, `{"data":[],"has_more":false}`, string(r.raw))
+	require.Equal(t, http.StatusOK, r.Status)
+	require.JSONEq(t, `{"data":[],"has_more":false}`, string(r.Raw))
 
 	// Without order_id: every payment of the tenant, newest first.
 	r = b.get(b.a, "/v1/payments")
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r)
-	require.Len(t, r.json["data"].([]any), 3)
-	require.Equal(t, false, r.json["has_more"])
-	requireProblem(t, b.get(b.a, "/v1/payments?limit=0"), http.StatusBadRequest, "invalid_request")
-	requireProblem(t, b.get(b.a, "/v1/payments?starting_after=pay_nobody"), http.StatusBadRequest, "invalid_request")
+	require.Equal(t, http.StatusOK, r.Status, "body: %s", r)
+	require.Len(t, r.JSON["data"].([]any), 3)
+	require.Equal(t, false, r.JSON["has_more"])
+	require.NoError(t, b.get(b.a, "/v1/payments?limit=0").CheckProblem(http.StatusBadRequest, "invalid_request"))
+	require.NoError(t, b.get(b.a, "/v1/payments?starting_after=pay_nobody").CheckProblem(http.StatusBadRequest, "invalid_request"))
 }

@@ -8,11 +8,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/tenants"
 )
 
 // refund posts a refund body as tenant for payment id with idempotency key.
-func (b *bundle) refund(tenant tenants.Created, id, key, body string) response {
+func (b *bundle) refund(tenant tenants.Created, id, key, body string) apiclient.Response {
 	b.t.Helper()
 	return b.do(http.MethodPost, "/v1/payments/"+id+"/refunds", []byte(body), map[string]string{
 		"Authorization": "Bearer " + tenant.APIKey, "Idempotency-Key": key, "Content-Type": "application/json",
@@ -23,8 +24,8 @@ func (b *bundle) refund(tenant tenants.Created, id, key, body string) response {
 func (b *bundle) paid(order string, amount int64) string {
 	b.t.Helper()
 	r := b.pay(b.a, "pay-"+order, visa(order, amount))
-	require.Equal(b.t, http.StatusCreated, r.status, "%s", r)
-	return r.str("id")
+	require.Equal(b.t, http.StatusCreated, r.Status, "%s", r)
+	return r.Str("id")
 }
 
 func (b *bundle) count(sql string, args ...any) int {
@@ -42,43 +43,43 @@ func TestRefundFullAndPartial(t *testing.T) {
 	id := b.paid("o-1", 1000)
 
 	r := b.refund(b.a, id, "r-1", `{"amount":300,"reason":"requested_by_customer","metadata":{"ticket":"T-1"}}`)
-	require.Equal(t, http.StatusCreated, r.status, "%s", r)
-	require.Equal(t, "SUCCEEDED", r.str("status"))
-	require.EqualValues(t, 300, r.json["amount"])
-	require.Equal(t, "USD", r.str("currency"))
-	require.Equal(t, id, r.str("payment_id"))
-	require.Equal(t, "sim", r.str("provider"))
-	require.Equal(t, "requested_by_customer", r.str("reason"))
-	require.Equal(t, map[string]any{"ticket": "T-1"}, r.json["metadata"])
-	require.NotEmpty(t, r.str("provider_refund_id"))
-	require.Nil(t, r.json["failure_code"])
-	first := r.str("id")
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+	require.Equal(t, "SUCCEEDED", r.Str("status"))
+	require.EqualValues(t, 300, r.JSON["amount"])
+	require.Equal(t, "USD", r.Str("currency"))
+	require.Equal(t, id, r.Str("payment_id"))
+	require.Equal(t, "sim", r.Str("provider"))
+	require.Equal(t, "requested_by_customer", r.Str("reason"))
+	require.Equal(t, map[string]any{"ticket": "T-1"}, r.JSON["metadata"])
+	require.NotEmpty(t, r.Str("provider_refund_id"))
+	require.Nil(t, r.JSON["failure_code"])
+	first := r.Str("id")
 
 	p := b.get(b.a, "/v1/payments/"+id)
-	require.Equal(t, "SUCCEEDED", p.str("status"))
-	require.EqualValues(t, 300, p.json["amount_refunded"])
-	require.EqualValues(t, 700, p.json["amount_refundable"])
+	require.Equal(t, "SUCCEEDED", p.Str("status"))
+	require.EqualValues(t, 300, p.JSON["amount_refunded"])
+	require.EqualValues(t, 700, p.JSON["amount_refundable"])
 
 	r = b.refund(b.a, id, "r-2", `{}`) // the whole rest
-	require.Equal(t, http.StatusCreated, r.status, "%s", r)
-	require.EqualValues(t, 700, r.json["amount"])
-	require.Equal(t, map[string]any{}, r.json["metadata"])
-	require.Nil(t, r.json["reason"])
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+	require.EqualValues(t, 700, r.JSON["amount"])
+	require.Equal(t, map[string]any{}, r.JSON["metadata"])
+	require.Nil(t, r.JSON["reason"])
 
 	p = b.get(b.a, "/v1/payments/"+id)
-	require.Equal(t, "SUCCEEDED", p.str("status"))
-	require.EqualValues(t, 1000, p.json["amount_refunded"])
-	require.EqualValues(t, 0, p.json["amount_refundable"])
+	require.Equal(t, "SUCCEEDED", p.Str("status"))
+	require.EqualValues(t, 1000, p.JSON["amount_refunded"])
+	require.EqualValues(t, 0, p.JSON["amount_refundable"])
 
 	// Nothing left: 422 with the rest in the detail, nothing stored.
 	r = b.refund(b.a, id, "r-3", `{"amount":1}`)
-	requireProblem(t, r, http.StatusUnprocessableEntity, "refund_exceeds_refundable")
-	require.Contains(t, r.str("detail"), "0")
+	require.NoError(t, r.CheckProblem(http.StatusUnprocessableEntity, "refund_exceeds_refundable"))
+	require.Contains(t, r.Str("detail"), "0")
 	require.Equal(t, 0, b.count(`SELECT count(*) FROM idempotency_keys WHERE key = 'r-3'`))
 
 	got := b.get(b.a, "/v1/refunds/"+first)
-	require.Equal(t, http.StatusOK, got.status)
-	require.Equal(t, "SUCCEEDED", got.str("status"))
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, "SUCCEEDED", got.Str("status"))
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM outbox WHERE type = 'PaymentRefunded' AND payment_id = $1`, id))
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM refund_events WHERE to_status = 'SUCCEEDED'`))
 }
@@ -90,12 +91,12 @@ func TestRefundRefusals(t *testing.T) {
 	b := setup(t)
 	id := b.paid("o-1", 1000)
 	declined := b.pay(b.a, "k-declined", body(map[string]any{"order_id": "o-2", "amount": 500, "currency": "USD", "payment_method": "pm_card_declined"}))
-	require.Equal(t, http.StatusPaymentRequired, declined.status)
+	require.Equal(t, http.StatusPaymentRequired, declined.Status)
 
 	cases := []struct {
 		name, id, body string
 		tenant         tenants.Created
-		status         int
+		Status         int
 		code           string
 	}{
 		{"over the amount", id, `{"amount":1001}`, b.a, 422, "refund_exceeds_refundable"},
@@ -106,18 +107,18 @@ func TestRefundRefusals(t *testing.T) {
 		{"unknown field", id, `{"amount":5,"charge":"x"}`, b.a, 400, "invalid_request"},
 		{"unknown payment", "pay_nobody", `{"amount":5}`, b.a, 404, "payment_not_found"},
 		{"another tenant's payment", id, `{"amount":5}`, b.b, 404, "payment_not_found"},
-		{"a FAILED payment", declined.str("id"), `{"amount":5}`, b.a, 409, "payment_not_refundable"},
+		{"a FAILED payment", declined.Str("id"), `{"amount":5}`, b.a, 409, "payment_not_refundable"},
 	}
 	for i, c := range cases {
 		r := b.refund(c.tenant, c.id, fmt.Sprintf("refusal-%d", i), c.body)
-		requireProblem(t, r, c.status, c.code, c.name)
+		require.NoError(t, r.CheckProblem(c.Status, c.code), c.name)
 	}
 	require.Equal(t, 0, b.count(`SELECT count(*) FROM refunds`))
 	require.Equal(t, 0, b.count(`SELECT count(*) FROM idempotency_keys WHERE refund_id IS NOT NULL`))
 	require.Equal(t, 0, b.count(`SELECT count(*) FROM payment_attempts WHERE amount_reserved <> 0`))
 	// A refused key is not stored: the same key works once the cause is gone.
 	r := b.refund(b.a, id, "refusal-0", `{"amount":1000}`)
-	require.Equal(t, http.StatusCreated, r.status, "%s", r)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
 }
 
 // TestRefundReplayAndKeyReuse: the same key and body replays; the same key
@@ -130,22 +131,22 @@ func TestRefundReplayAndKeyReuse(t *testing.T) {
 	other := b.paid("o-2", 1000)
 
 	first := b.refund(b.a, id, "rk", `{"amount":100}`)
-	require.Equal(t, http.StatusCreated, first.status, "%s", first)
+	require.Equal(t, http.StatusCreated, first.Status, "%s", first)
 	again := b.refund(b.a, id, "rk", `{ "amount" : 100 }`)
-	require.Equal(t, http.StatusCreated, again.status)
-	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
-	require.JSONEq(t, string(first.raw), string(again.raw))
+	require.Equal(t, http.StatusCreated, again.Status)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(first.Raw), string(again.Raw))
 
-	requireProblem(t, b.refund(b.a, id, "rk", `{"amount":200}`), 422, "idempotency_key_reused")
-	requireProblem(t, b.refund(b.a, other, "rk", `{"amount":100}`), 422, "idempotency_key_reused")
-	requireProblem(t, b.refund(b.a, id, "pay-o-1", `{"amount":100}`), 422, "idempotency_key_reused")
-	requireProblem(t, b.pay(b.a, "rk", visa("o-3", 100)), 422, "idempotency_key_reused")
+	require.NoError(t, b.refund(b.a, id, "rk", `{"amount":200}`).CheckProblem(422, "idempotency_key_reused"))
+	require.NoError(t, b.refund(b.a, other, "rk", `{"amount":100}`).CheckProblem(422, "idempotency_key_reused"))
+	require.NoError(t, b.refund(b.a, id, "pay-o-1", `{"amount":100}`).CheckProblem(422, "idempotency_key_reused"))
+	require.NoError(t, b.pay(b.a, "rk", visa("o-3", 100)).CheckProblem(422, "idempotency_key_reused"))
 	// Tenant b's "rk" is another key: its refund of a's payment is a 404.
-	requireProblem(t, b.refund(b.b, id, "rk", `{"amount":100}`), 404, "payment_not_found")
+	require.NoError(t, b.refund(b.b, id, "rk", `{"amount":100}`).CheckProblem(404, "payment_not_found"))
 
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM refunds`))
 	p := b.get(b.a, "/v1/payments/"+id)
-	require.EqualValues(t, 100, p.json["amount_refunded"])
+	require.EqualValues(t, 100, p.JSON["amount_refunded"])
 }
 
 // TestConcurrentRefundsNeverExceedThePayment releases 30 partial refunds of
@@ -162,7 +163,7 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			statuses[i] = b.refund(b.a, id, fmt.Sprintf("cr-%d", i), fmt.Sprintf(`{"amount":%d}`, each)).status
+			statuses[i] = b.refund(b.a, id, fmt.Sprintf("cr-%d", i), fmt.Sprintf(`{"amount":%d}`, each)).Status
 		})
 	}
 	close(start)
@@ -174,8 +175,8 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	require.Equal(t, map[int]int{201: 20, 422: 10}, count)
 	require.Equal(t, 10_000, b.count(`SELECT COALESCE(sum(amount), 0) FROM refunds WHERE payment_id = $1 AND status <> 'FAILED'`, id))
 	p := b.get(b.a, "/v1/payments/"+id)
-	require.EqualValues(t, 10_000, p.json["amount_refunded"])
-	require.EqualValues(t, 0, p.json["amount_refundable"])
+	require.EqualValues(t, 10_000, p.JSON["amount_refunded"])
+	require.EqualValues(t, 0, p.JSON["amount_refundable"])
 }
 
 // TestListsPageByCursor pages through 250 payments of a tenant, and a
@@ -206,23 +207,23 @@ func TestListsPageByCursor(t *testing.T) {
 	require.Equal(t, b.ids(`SELECT id FROM payment_attempts WHERE tenant_id = $1 AND order_id = 'o-3' ORDER BY created_at DESC, id DESC`, b.a.ID), byOrder)
 
 	first := b.get(b.a, "/v1/payments")
-	require.Len(t, first.json["data"], 10, "the default limit")
-	require.Equal(t, true, first.json["has_more"])
-	requireProblem(t, b.get(b.a, "/v1/payments?limit=101"), 400, "invalid_request")
-	requireProblem(t, b.get(b.a, "/v1/payments?limit=x"), 400, "invalid_request")
-	requireProblem(t, b.get(b.a, "/v1/payments?starting_after=pay_other1"), 400, "invalid_request", "another tenant's cursor")
+	require.Len(t, first.JSON["data"], 10, "the default limit")
+	require.Equal(t, true, first.JSON["has_more"])
+	require.NoError(t, b.get(b.a, "/v1/payments?limit=101").CheckProblem(400, "invalid_request"))
+	require.NoError(t, b.get(b.a, "/v1/payments?limit=x").CheckProblem(400, "invalid_request"))
+	require.NoError(t, b.get(b.a, "/v1/payments?starting_after=pay_other1").CheckProblem(400, "invalid_request"), "another tenant's cursor")
 
 	// A payment's refunds.
 	id := b.paid("o-r", 10_000)
 	for i := range 12 {
-		require.Equal(t, http.StatusCreated, b.refund(b.a, id, fmt.Sprintf("lr-%d", i), `{"amount":10}`).status)
+		require.Equal(t, http.StatusCreated, b.refund(b.a, id, fmt.Sprintf("lr-%d", i), `{"amount":10}`).Status)
 	}
 	refundIDs := pageAll(t, b, b.a, "/v1/payments/"+id+"/refunds?limit=5")
 	require.Equal(t, b.ids(`SELECT id FROM refunds WHERE payment_id = $1 ORDER BY created_at DESC, id DESC`, id), refundIDs)
-	requireProblem(t, b.get(b.b, "/v1/payments/"+id+"/refunds"), 404, "payment_not_found")
-	requireProblem(t, b.get(b.a, "/v1/payments/"+id+"/refunds?starting_after="+seen[0]), 400, "invalid_request")
-	requireProblem(t, b.get(b.b, "/v1/refunds/"+refundIDs[0]), 404, "refund_not_found")
-	requireProblem(t, b.get(b.a, "/v1/refunds/rfd_nobody"), 404, "refund_not_found")
+	require.NoError(t, b.get(b.b, "/v1/payments/"+id+"/refunds").CheckProblem(404, "payment_not_found"))
+	require.NoError(t, b.get(b.a, "/v1/payments/"+id+"/refunds?starting_after="+seen[0]).CheckProblem(400, "invalid_request"))
+	require.NoError(t, b.get(b.b, "/v1/refunds/"+refundIDs[0]).CheckProblem(404, "refund_not_found"))
+	require.NoError(t, b.get(b.a, "/v1/refunds/rfd_nobody").CheckProblem(404, "refund_not_found"))
 }
 
 // pageAll follows has_more and starting_after from path and returns the ids.
@@ -237,12 +238,12 @@ func pageAll(t *testing.T, b *bundle, tenant tenants.Created, path string) []str
 			p += "&starting_after=" + after
 		}
 		r := b.get(tenant, p)
-		require.Equal(t, http.StatusOK, r.status, "%s", r)
-		data := r.json["data"].([]any)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		data := r.JSON["data"].([]any)
 		for _, d := range data {
 			ids = append(ids, d.(map[string]any)["id"].(string))
 		}
-		if r.json["has_more"] != true {
+		if r.JSON["has_more"] != true {
 			return ids
 		}
 		require.NotEmpty(t, data)

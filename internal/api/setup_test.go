@@ -1,11 +1,8 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -13,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/api"
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -27,6 +26,7 @@ type bundle struct {
 	t    testing.TB
 	pool *db.Pool
 	url  string
+	anon *proctest.Client // sends no API key: requests set their own headers
 	a, b tenants.Created
 }
 
@@ -34,17 +34,10 @@ func setup(t testing.TB) *bundle {
 	t.Helper()
 	d := testdb.New(t)
 	log := slog.New(slog.DiscardHandler)
-
-	sim, err := providersim.New(providersim.Config{})
-	require.NoError(t, err)
-	simSrv := httptest.NewServer(sim.Handler())
-	t.Cleanup(func() {
-		simSrv.Close()
-		_ = sim.Close()
-	})
-	prov := provider.NewResilient(provider.NewHTTPClient("sim", simSrv.URL, "sk_sim", http.DefaultClient), provider.Config{
+	sim := proctest.ServeSim(t, providersim.Config{APIKey: "sk_sim"}, nil)
+	prov := sim.Provider("sk_sim", provider.Config{
 		CallTimeout: 2 * time.Second, RetryBudget: 3 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second,
-	}, log)
+	})
 	svc, err := payments.NewService(d.Pool, prov, payments.Config{
 		LockTTL: 30 * time.Second, KeyTTL: 48 * time.Hour, CallTimeout: 2 * time.Second,
 		RetryBudget: 3 * time.Second, BreakerCooldown: time.Second,
@@ -53,78 +46,32 @@ func setup(t testing.TB) *bundle {
 	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log}))
 	t.Cleanup(srv.Close)
 
-	b := &bundle{t: t, pool: d.Pool, url: srv.URL}
-	b.a, err = tenants.Create(t.Context(), d.Pool, "shop-a")
-	require.NoError(t, err)
-	b.b, err = tenants.Create(t.Context(), d.Pool, "shop-b")
-	require.NoError(t, err)
+	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, "")}
+	b.a = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-a"})
+	b.b = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-b"})
 	return b
 }
 
-// response is a decoded answer.
-type response struct {
-	status int
-	header http.Header
-	raw    []byte
-	json   map[string]any
-}
-
-func (r response) str(field string) string {
-	s, _ := r.json[field].(string)
-	return s
-}
-
-func (r response) String() string { return string(r.raw) }
-
-// do sends one request; headers with an empty value are left out.
-func (b *bundle) do(method, path string, body []byte, headers map[string]string) response {
+// do sends one request without an API key; headers with an empty value are left out.
+func (b *bundle) do(method, path string, body []byte, headers map[string]string) apiclient.Response {
 	b.t.Helper()
-	req, err := http.NewRequestWithContext(b.t.Context(), method, b.url+path, bytes.NewReader(body))
-	require.NoError(b.t, err)
-	for k, v := range headers {
-		if v != "" {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &r.json)
-	}
-	return r
+	return b.anon.MustDo(b.t, method, path, body, headers)
+}
+
+// client is tenant's client of the API.
+func (b *bundle) client(tenant tenants.Created) *proctest.Client {
+	return proctest.NewClient(b.url, tenant.APIKey)
 }
 
 // pay posts a raw body as tenant with idempotency key.
-func (b *bundle) pay(tenant tenants.Created, key, body string) response {
+func (b *bundle) pay(tenant tenants.Created, key, body string) apiclient.Response {
 	b.t.Helper()
-	return b.do(http.MethodPost, "/v1/payments", []byte(body), map[string]string{
-		"Authorization": "Bearer " + tenant.APIKey, "Idempotency-Key": key, "Content-Type": "application/json",
-	})
+	return b.client(tenant).MustPay(b.t, key, body)
 }
 
-func (b *bundle) get(tenant tenants.Created, path string) response {
+func (b *bundle) get(tenant tenants.Created, path string) apiclient.Response {
 	b.t.Helper()
-	return b.do(http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + tenant.APIKey})
-}
-
-// requireProblem checks an RFC 9457 body with every field and the exact code.
-func requireProblem(t *testing.T, r response, status int, code string, msg ...any) {
-	t.Helper()
-	require.Equal(t, status, r.status, "%v body: %s", msg, r)
-	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
-	for _, f := range []string{"type", "title", "status", "detail", "code"} {
-		require.Contains(t, r.json, f, "problem field %s in %s", f, r)
-	}
-	require.Equal(t, code, r.json["code"], "body: %s", r)
-	require.EqualValues(t, status, r.json["status"])
-	require.NotEmpty(t, r.str("type"))
-	require.NotEmpty(t, r.str("title"))
-	require.NotEmpty(t, r.str("detail"))
-	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	return b.client(tenant).MustGet(b.t, path)
 }
 
 // requireNothingWritten checks that no attempt, key or audit row exists.

@@ -219,7 +219,7 @@ func Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "SIM_") || strings.HasPrefix(name, "PROVIDER_") ||
+		if strings.HasPrefix(name, "SIM_") || strings.HasPrefix(name, "PROVIDER_") || strings.HasPrefix(name, "RECONCILER_") ||
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
 			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
 			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||

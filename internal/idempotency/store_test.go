@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"crypto/sha256"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +12,8 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/idempotency"
-	"github.com/acme/paymentsvc/internal/proctest"
-	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // longLock keeps a key locked for the whole test.
@@ -33,9 +31,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	d := testdb.New(t)
-	tn, err := tenants.Create(t.Context(), d.Pool, "t")
-	require.NoError(t, err)
-	return &bundle{t: t, pool: d.Pool, tenant: tn.ID}
+	return &bundle{t: t, pool: d.Pool, tenant: testdb.Tenant(t, d.Pool, testdb.TenantOpts{}).ID}
 }
 
 func fingerprint(s string) []byte {
@@ -45,14 +41,9 @@ func fingerprint(s string) []byte {
 
 // acquire runs Acquire for key with a CREATED attempt for order as the new key's attempt.
 func (b *bundle) acquire(ctx context.Context, cfg idempotency.Config, key, order string, fp []byte) (idempotency.Result, error) {
-	return idempotency.Acquire(ctx, b.pool, cfg, b.tenant, key, fp, attempts.NewID(),
-		func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-			_, err := attempts.Insert(ctx, tx, attempts.New{
-				ID: attemptID, TenantID: b.tenant, OrderID: order, IdempotencyKey: key,
-				Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa",
-			})
-			return err
-		})
+	return idempotency.Acquire(ctx, b.pool, cfg, b.tenant, key, fp, attempts.NewID(), testdb.InsertAttempt(attempts.New{
+		TenantID: b.tenant, OrderID: order, IdempotencyKey: key, Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa",
+	}))
 }
 
 func (b *bundle) mustAcquire(cfg idempotency.Config, key, order string, fp []byte) idempotency.Result {
@@ -76,7 +67,7 @@ func (b *bundle) keyRows(key string) int {
 // waitUnlocked polls, by the database clock, until key's lock has expired.
 func (b *bundle) waitUnlocked(key string) {
 	b.t.Helper()
-	proctest.Eventually(b.t, 30*time.Second, "lock of "+key+" expires", func() bool {
+	testkit.Eventually(b.t, 30*time.Second, "lock of "+key+" expires", func() bool {
 		return b.count(`SELECT count(*) FROM idempotency_keys
 			WHERE tenant_id = $1 AND key = $2 AND locked_until <= now()`, b.tenant, key) == 1
 	})
@@ -106,22 +97,12 @@ func (b *bundle) hold(l idempotency.Lock) bool {
 	return ok
 }
 
-// race releases n goroutines together (by closing a channel) and collects
-// what each got from fn.
+// race runs fn on n goroutines released together and collects what each got.
 func race(t *testing.T, n int, fn func() (idempotency.Result, error)) []idempotency.Result {
 	t.Helper()
-	start := make(chan struct{})
 	results := make([]idempotency.Result, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			results[i], errs[i] = fn()
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(n, func(i int) { results[i], errs[i] = fn() })
 	for i, err := range errs {
 		require.NoError(t, err, "racer %d", i)
 	}
@@ -145,7 +126,7 @@ func TestAcquireRaceHasExactlyOneOwner(t *testing.T) {
 			inUse++
 			require.GreaterOrEqual(t, r.RetryAfter, 1)
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			require.Failf(t, "unexpected outcome", "%v", r.Outcome)
 		}
 	}
 	require.Len(t, owners, 1)
@@ -179,7 +160,7 @@ func TestTakeoverRaceAfterLockExpiryHasExactlyOneWinner(t *testing.T) {
 			winners = append(winners, r)
 		case idempotency.InUse:
 		default:
-			t.Fatalf("unexpected outcome %v", r.Outcome)
+			require.Failf(t, "unexpected outcome", "%v", r.Outcome)
 		}
 	}
 	require.Len(t, winners, 1)
@@ -204,34 +185,22 @@ func TestTakeOverForAttemptRaceHasExactlyOneWinner(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, released)
 
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var locks []idempotency.Lock
-	errs := make(chan error, 10)
-	for range 10 {
-		wg.Go(func() {
-			<-start
-			l, ok, err := idempotency.TakeOverForAttempt(context.Background(), b.pool, longLock, first.AttemptID)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if ok {
-				mu.Lock()
-				locks = append(locks, l)
-				mu.Unlock()
-			}
-		})
+	const racers = 10
+	locks := make([]idempotency.Lock, racers)
+	won := make([]bool, racers)
+	errs := make([]error, racers)
+	testkit.Together(racers, func(i int) {
+		locks[i], won[i], errs[i] = idempotency.TakeOverForAttempt(context.Background(), b.pool, longLock, first.AttemptID)
+	})
+	var winners []idempotency.Lock
+	for i := range racers {
+		require.NoError(t, errs[i], "racer %d", i)
+		if won[i] {
+			winners = append(winners, locks[i])
+		}
 	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	require.Len(t, locks, 1)
-	require.Greater(t, locks[0].Token, first.Lock.Token)
+	require.Len(t, winners, 1)
+	require.Greater(t, winners[0].Token, first.Lock.Token)
 }
 
 func TestStaleOwnerCannotCompleteOrRelease(t *testing.T) {
@@ -336,9 +305,7 @@ func TestKeysAreScopedToTheTenant(t *testing.T) {
 	fp := fingerprint("req")
 	mine := b.mustAcquire(longLock, "k", "o-1", fp)
 
-	other, err := tenants.Create(t.Context(), b.pool, "other")
-	require.NoError(t, err)
-	ob := &bundle{t: t, pool: b.pool, tenant: other.ID}
+	ob := &bundle{t: t, pool: b.pool, tenant: testdb.Tenant(t, b.pool, testdb.TenantOpts{Name: "other"}).ID}
 	theirs := ob.mustAcquire(longLock, "k", "o-1", fp)
 	require.Equal(t, idempotency.Owned, theirs.Outcome)
 	require.True(t, theirs.Created)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDocumentedMetricsExist checks that every paymentsvc_* name that the
@@ -30,17 +31,13 @@ func TestDocumentedMetricsExist(t *testing.T) {
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range descs {
 		m := fqName.FindStringSubmatch(d.String())
-		if m == nil {
-			t.Fatalf("cannot read the name of %s", d)
-		}
+		require.NotNil(t, m, "cannot read the name of %s", d)
 		defined[m[1]] = true
 	}
 	used := regexp.MustCompile(`paymentsvc_[a-z_]+`)
 	for _, file := range []string{"../../docs/operations.md", "../../deploy/grafana-dashboard.json"} {
 		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var unknown []string
 		for _, name := range used.FindAllString(string(b), -1) {
 			if strings.HasSuffix(name, "_") {
@@ -56,8 +53,6 @@ func TestDocumentedMetricsExist(t *testing.T) {
 				unknown = append(unknown, name)
 			}
 		}
-		if len(unknown) > 0 {
-			t.Errorf("%s uses metrics that do not exist: %q", file, unknown)
-		}
+		require.Empty(t, unknown, "%s uses metrics that do not exist", file)
 	}
 }

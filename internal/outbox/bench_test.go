@@ -1,10 +1,12 @@
-package outbox
+package outbox_test
 
 import (
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/outbox"
 )
 
 // BenchmarkRelayThroughput measures how fast relays drain a backlog: each
@@ -24,10 +26,13 @@ func BenchmarkRelayThroughput(b *testing.B) {
 			for range bc.relays {
 				cfg := bb.cfg
 				cfg.BatchSize = bc.batch
-				cfg.hooks.afterBatch = func(res batchResult) {
-					published.Add(int64(res.published))
-					signal(progress)
-				}
+				cfg = cfg.WithHooks(outbox.Hooks{AfterBatch: func(res outbox.BatchResult) {
+					published.Add(int64(res.Published))
+					select {
+					case progress <- struct{}{}:
+					default:
+					}
+				}})
 				runRelay(b, newRelay(b, bb.db.Pool, cfg))
 			}
 
@@ -35,7 +40,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				insertEvents(b, bb.db.Pool, rowsPerOp)
+				bb.insertEvents(b, rowsPerOp)
 				target := int64(i+1) * rowsPerOp
 				start := time.Now()
 				b.StartTimer()

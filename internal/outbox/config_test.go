@@ -1,21 +1,22 @@
 package outbox
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	c := Config{}.withDefaults()
-	if err := c.validate(); err != nil {
-		t.Fatalf("defaults invalid: %v", err)
-	}
-	if c.BatchSize != 100 || c.PollInterval != time.Second || c.Stream != "PAYMENTS" ||
-		c.SubjectPrefix != "" || c.Source != "paymentsvc" || c.StreamSubjects[0] != "payments.>" {
-		t.Errorf("defaults = %+v", c)
-	}
+	require.NoError(t, c.validate(), "defaults")
+	require.Equal(t, 100, c.BatchSize)
+	require.Equal(t, time.Second, c.PollInterval)
+	require.Equal(t, "PAYMENTS", c.Stream)
+	require.Equal(t, "", c.SubjectPrefix)
+	require.Equal(t, "paymentsvc", c.Source)
+	require.Equal(t, []string{"payments.>"}, c.StreamSubjects)
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -35,14 +36,10 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		c := Config{}
 		tc.mod(&c)
-		err := c.withDefaults().validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to mention %q", name, err, tc.want)
-		}
+		require.ErrorContains(t, c.withDefaults().validate(), tc.want, name)
 	}
-	if _, err := NewRelay(nil, Config{}); err == nil {
-		t.Error("NewRelay(nil pool) succeeded")
-	}
+	_, err := NewRelay(nil, Config{})
+	require.Error(t, err, "NewRelay(nil pool)")
 }
 
 // TestEventSubjects: every event type has its subject on the stream.
@@ -80,9 +77,7 @@ func TestSubjectMatches(t *testing.T) {
 		{"payments.succeeded", "payments.failed", false},
 		{">", "anything.at.all", true},
 	} {
-		if got := subjectMatches(tc.filter, tc.subject); got != tc.want {
-			t.Errorf("subjectMatches(%q, %q) = %v", tc.filter, tc.subject, got)
-		}
+		require.Equal(t, tc.want, subjectMatches(tc.filter, tc.subject), "subjectMatches(%q, %q)", tc.filter, tc.subject)
 	}
 }
 
@@ -93,14 +88,11 @@ func TestBackoffBounds(t *testing.T) {
 		nominal := min(lo<<(failures-1), hi)
 		for range 50 {
 			d := backoff(failures, lo, hi)
-			if d < nominal/2 || d > nominal {
-				t.Fatalf("backoff(%d) = %s, want in [%s, %s]", failures, d, nominal/2, nominal)
-			}
+			require.True(t, d >= nominal/2 && d <= nominal, "backoff(%d) = %s, want in [%s, %s]", failures, d, nominal/2, nominal)
 		}
 	}
 	for range 50 {
-		if d := jitter(time.Second); d < 900*time.Millisecond || d > 1100*time.Millisecond {
-			t.Fatalf("jitter(1s) = %s", d)
-		}
+		d := jitter(time.Second)
+		require.True(t, d >= 900*time.Millisecond && d <= 1100*time.Millisecond, "jitter(1s) = %s", d)
 	}
 }

@@ -1,39 +1,30 @@
-package outbox
+package outbox_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
-// sharedNATSURL is the NATS server of the development machine and CI.
-func sharedNATSURL() string {
-	if u := os.Getenv("TEST_NATS_URL"); u != "" {
-		return u
-	}
-	return DefaultNATSURL
-}
-
-// bundle is one test's database, JetStream and relay configuration.
+// bundle is one test's database with a tenant, JetStream and relay configuration.
 type bundle struct {
-	db  *testdb.DB
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	cfg Config
+	db       *testdb.DB
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	cfg      outbox.Config
+	tenantID string
 }
 
 // setup gives t a fresh database and a stream of its own on the NATS server
@@ -42,9 +33,9 @@ type bundle struct {
 func setup(t testing.TB, url string) *bundle {
 	t.Helper()
 	tdb := testdb.New(t)
-	nc, js := connectJS(t, url)
-	suffix := randomHex(6)
-	cfg := Config{
+	nc, js := testkit.JetStream(t, url)
+	suffix := testkit.RandomID("")
+	cfg := outbox.Config{
 		NATSURL:        url,
 		Stream:         "PAYMENTS_T" + suffix,
 		StreamSubjects: []string{"t" + suffix + ".payments.>"},
@@ -61,21 +52,7 @@ func setup(t testing.TB, url string) *bundle {
 		defer cancel()
 		_ = js.DeleteStream(ctx, cfg.Stream) // a private server may be gone already
 	})
-	return &bundle{db: tdb, nc: nc, js: js, cfg: cfg}
-}
-
-func connectJS(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatalf("connect to NATS at %s (is nats-server running with -js?): %v", url, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	return nc, js
+	return &bundle{db: tdb, nc: nc, js: js, cfg: cfg, tenantID: testdb.Tenant(t, tdb.Pool, testdb.TenantOpts{}).ID}
 }
 
 // testLogger logs warnings and errors through t, so a failing test shows
@@ -91,204 +68,115 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newRelay builds a relay on b's database with cfg, failing t on error.
-func newRelay(t testing.TB, pool *db.Pool, cfg Config) *Relay {
+// newRelay builds a relay on pool with cfg, failing t on error.
+func newRelay(t testing.TB, pool *db.Pool, cfg outbox.Config) *outbox.Relay {
 	t.Helper()
-	r, err := NewRelay(pool, cfg)
-	if err != nil {
-		t.Fatalf("NewRelay: %v", err)
-	}
+	r, err := outbox.NewRelay(pool, cfg)
+	require.NoError(t, err, "NewRelay")
 	return r
 }
 
 // runRelay runs r until the returned stop is called or t ends; stop waits
-// for Run to return and checks that it returned nil.
-func runRelay(t testing.TB, r *Relay) (stop func()) {
+// for Run to return and requires it to return nil (testkit.Background).
+func runRelay(t testing.TB, r *outbox.Relay) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("Run did not return 30s after its context ended")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testkit.Background(t, r.Run)
 }
 
-// insertEvents writes n SUCCEEDED payments of a new tenant and their
-// PaymentSucceeded outbox rows in one transaction that notifies the relays,
-// and returns the event ids.
-func insertEvents(t testing.TB, pool *db.Pool, n int) []string {
+// insertEvents seeds n SUCCEEDED payments of b's tenant with their
+// PaymentSucceeded outbox rows, written by attempts.Transition in one
+// transaction that notifies the relays, and returns the event ids in the
+// payments' order.
+func (b *bundle) insertEvents(t testing.TB, n int) []string {
 	t.Helper()
+	payments := testdb.Attempts(t, b.db.Pool, testdb.AttemptsOpts{
+		TenantID: b.tenantID, Prefix: testkit.RandomID("pay_") + "_", N: n,
+		Statuses: []attempts.Status{attempts.Succeeded}, Outbox: true,
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tenant := "ten_" + randomHex(6)
-	prefix := "pay_" + randomHex(6)
+	rows, err := b.db.Pool.Query(ctx, `SELECT payment_id, id FROM outbox WHERE payment_id = ANY($1)`, payments)
+	require.NoError(t, err)
+	byPayment := map[string]string{}
+	for rows.Next() {
+		var payment, event string
+		require.NoError(t, rows.Scan(&payment, &event))
+		byPayment[payment] = event
+	}
+	require.NoError(t, rows.Err())
 	ids := make([]string, n)
-	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		key := make([]byte, 32)
-		_, _ = rand.Read(key)
-		if _, err := tx.Exec(ctx, `INSERT INTO tenants (id, name, api_key_sha256) VALUES ($1, $1, $2)`, tenant, key); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
-			INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency,
-			                              payment_method, status, provider_charge_id)
-			SELECT $1 || '_' || g, $2, 'ord_' || g, 'key_' || g, 1000 + g, 'EUR', 'card', 'SUCCEEDED', 'ch_' || g
-			FROM generate_series(1, $3::int) AS g`, prefix, tenant, n)
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			pid := fmt.Sprintf("%s_%d", prefix, i+1)
-			payload, err := json.Marshal(map[string]any{
-				"id": pid, "tenant_id": tenant, "order_id": fmt.Sprintf("ord_%d", i+1), "amount": 1001 + i,
-				"currency": "EUR", "status": "SUCCEEDED", "provider": "sim",
-			})
-			if err != nil {
-				return err
-			}
-			ids[i], err = Enqueue(ctx, tx, Event{Type: "PaymentSucceeded", SubjectID: pid, PaymentID: pid, Payload: payload})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("insert %d outbox rows: %v", n, err)
+	for i, p := range payments {
+		ids[i] = byPayment[p]
+		require.NotEmpty(t, ids[i], "outbox row of %s", p)
 	}
 	return ids
-}
-
-// waitFor polls cond every 10ms until it holds, failing t with cond's last
-// description after timeout.
-func waitFor(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, desc)
-		}
-		<-tick.C
-	}
 }
 
 // waitDrained waits until no outbox row of pool is unpublished.
 func waitDrained(t testing.TB, pool *db.Pool, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, func() (bool, string) {
-		pending, _, err := Stats(context.Background(), pool)
-		if err != nil {
-			return false, "stats: " + err.Error()
-		}
-		return pending == 0, fmt.Sprintf("%d outbox rows still unpublished", pending)
+	testkit.Eventually(t, timeout, "every outbox row published", func() bool {
+		pending, _, err := outbox.Stats(context.Background(), pool)
+		require.NoError(t, err, "outbox stats")
+		return pending == 0
 	})
 }
 
 // streamEvents reads every message of stream and returns how often each
 // event id occurs, checking that the Nats-Msg-Id header and the CloudEvents
 // id agree; envelopes come back in stream order.
-func streamEvents(t testing.TB, js jetstream.JetStream, stream string) (map[string]int, []envelope) {
+func streamEvents(t testing.TB, js jetstream.JetStream, stream string) (map[string]int, []outbox.Envelope) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
-	}
+	require.NoError(t, err, "stream %s", stream)
 	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatalf("stream info: %v", err)
-	}
+	require.NoError(t, err, "stream info")
 	want := int(info.State.Msgs)
 	counts := map[string]int{}
-	var envs []envelope
+	var envs []outbox.Envelope
 	if want == 0 {
 		return counts, envs
 	}
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatalf("ordered consumer: %v", err)
-	}
+	require.NoError(t, err, "ordered consumer")
 	for len(envs) < want {
 		batch, err := cons.Fetch(want-len(envs), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatalf("fetch: %v", err)
-		}
+		require.NoError(t, err, "fetch")
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			var env envelope
-			if err := json.Unmarshal(m.Data(), &env); err != nil {
-				t.Fatalf("message %q is not an envelope: %v", m.Data(), err)
-			}
-			if h := m.Headers().Get(jetstream.MsgIDHeader); h != env.ID {
-				t.Errorf("Nats-Msg-Id %q, CloudEvents id %q", h, env.ID)
-			}
+			var env outbox.Envelope
+			require.NoError(t, json.Unmarshal(m.Data(), &env), "message %q is not an envelope", m.Data())
+			require.Equal(t, env.ID, m.Headers().Get(jetstream.MsgIDHeader), "Nats-Msg-Id and CloudEvents id")
 			counts[env.ID]++
 			envs = append(envs, env)
 		}
-		if err := batch.Error(); err != nil {
-			t.Fatalf("fetch: %v", err)
-		}
-		if n == 0 {
-			t.Fatalf("stream %s holds %d messages, read %d", stream, want, len(envs))
-		}
+		require.NoError(t, batch.Error(), "fetch")
+		require.NotZero(t, n, "stream %s holds %d messages, read %d", stream, want, len(envs))
 	}
 	return counts, envs
 }
 
-// assertEachOnce checks that the stream holds exactly the events ids, each once.
-func assertEachOnce(t testing.TB, js jetstream.JetStream, stream string, ids []string) {
+// requireEachOnce checks that the stream holds exactly the events ids, each once.
+func requireEachOnce(t testing.TB, js jetstream.JetStream, stream string, ids []string) {
 	t.Helper()
 	counts, envs := streamEvents(t, js, stream)
-	if len(envs) != len(ids) {
-		t.Errorf("stream holds %d messages, want %d", len(envs), len(ids))
-	}
+	require.Len(t, envs, len(ids), "messages in the stream")
 	for _, id := range ids {
-		if counts[id] != 1 {
-			t.Errorf("event %s is in the stream %d times, want once", id, counts[id])
-		}
+		require.Equal(t, 1, counts[id], "copies of event %s in the stream", id)
 	}
-	if len(counts) != len(ids) {
-		t.Errorf("stream holds %d distinct events, want %d", len(counts), len(ids))
-	}
+	require.Len(t, counts, len(ids), "distinct events in the stream")
 }
 
-// assertAllPublished checks that every outbox row has published_at set.
-func assertAllPublished(t testing.TB, pool *db.Pool, want int) {
+// requireAllPublished checks that the outbox holds want rows, every one
+// with published_at set.
+func requireAllPublished(t testing.TB, pool *db.Pool, want int) {
 	t.Helper()
 	var published, total int
-	err := pool.QueryRow(context.Background(),
-		`SELECT count(*) FILTER (WHERE published_at IS NOT NULL), count(*) FROM outbox`).Scan(&published, &total)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if published != want || total != want {
-		t.Errorf("%d of %d outbox rows published, want %d of %d", published, total, want, want)
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FILTER (WHERE published_at IS NOT NULL), count(*) FROM outbox`).Scan(&published, &total))
+	require.Equal(t, want, total, "outbox rows")
+	require.Equal(t, want, published, "published outbox rows")
 }

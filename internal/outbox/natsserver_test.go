@@ -1,13 +1,11 @@
-package outbox
+package outbox_test
 
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // natsServerFallback is where Debian's nats-server package installs it,
@@ -45,7 +46,8 @@ func natsServerBin(t testing.TB) string {
 type natsServer struct {
 	t    testing.TB
 	bin  string
-	port int
+	host string
+	port string
 	dir  string
 	URL  string
 
@@ -55,12 +57,16 @@ type natsServer struct {
 	out    syncBuffer
 }
 
-// newNATSServer reserves a port and a store directory for a server that is
-// not started yet, so a test can point a relay at NATS before it exists.
+// newNATSServer reserves a port (testkit.ReservedAddr: nobody else gets it
+// while the test runs, however often the server stops and starts) and a
+// store directory for a server that is not started yet, so a test can point
+// a relay at NATS before it exists.
 func newNATSServer(t testing.TB) *natsServer {
 	t.Helper()
-	s := &natsServer{t: t, bin: natsServerBin(t), port: freePort(t), dir: t.TempDir()}
-	s.URL = fmt.Sprintf("nats://127.0.0.1:%d", s.port)
+	host, port, err := net.SplitHostPort(testkit.ReservedAddr(t))
+	require.NoError(t, err)
+	s := &natsServer{t: t, bin: natsServerBin(t), host: host, port: port, dir: t.TempDir()}
+	s.URL = "nats://" + net.JoinHostPort(host, port)
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
@@ -82,37 +88,26 @@ func startNATSServer(t testing.TB) *natsServer {
 func (s *natsServer) start() {
 	s.t.Helper()
 	s.mu.Lock()
-	if s.cmd != nil {
-		s.mu.Unlock()
-		s.t.Fatal("nats-server already running")
-	}
-	cmd := exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
+	running := s.cmd != nil
+	s.mu.Unlock()
+	require.False(s.t, running, "nats-server already running")
+	cmd := exec.Command(s.bin, "-a", s.host, "-p", s.port, "-js", "-sd", s.dir)
 	cmd.Stdout, cmd.Stderr = &s.out, &s.out
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		s.t.Fatalf("start %s: %v", s.bin, err)
-	}
+	require.NoError(s.t, cmd.Start(), "start %s", s.bin)
+	s.mu.Lock()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
-	deadline := time.After(15 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := s.probe()
-		if err == nil {
-			return
-		}
+	testkit.Eventually(s.t, 15*time.Second, "nats-server on port "+s.port+" serves JetStream", func() bool {
 		select {
 		case <-exited:
-			s.t.Fatalf("nats-server exited at start: %v\n%s", err, s.out.String())
-		case <-deadline:
-			s.t.Fatalf("nats-server on port %d not ready: %v", s.port, err)
-		case <-tick.C:
+			require.FailNow(s.t, "nats-server exited at start", "%s", s.out.String())
+		default:
 		}
-	}
+		return s.probe() == nil
+	})
 }
 
 // probe reports whether the server answers JetStream API requests.
@@ -133,7 +128,9 @@ func (s *natsServer) probe() error {
 }
 
 // stop shuts the server down gracefully (SIGTERM), so that the messages it
-// acknowledged are on disk when it restarts, and waits for it to exit.
+// acknowledged are on disk when it restarts, and waits for it to exit
+// (killing it after 15s). It does not touch t, so that a relay's hook may
+// call it from the relay's goroutine.
 func (s *natsServer) stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
@@ -147,19 +144,8 @@ func (s *natsServer) stop() {
 	case <-exited:
 	case <-time.After(15 * time.Second):
 		_ = cmd.Process.Kill()
-		<-exited
+		<-exited // a killed process is reaped at once
 	}
-}
-
-// freePort returns a TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's output goroutines.

@@ -1,4 +1,4 @@
-package outbox
+package outbox_test
 
 import (
 	"context"
@@ -6,6 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/outbox"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // TestRelaySurvivesNATSOutage stops NATS in the middle of a batch, writes
@@ -18,7 +23,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 	t.Parallel()
 	srv := startNATSServer(t)
 	b := setup(t, srv.URL)
-	ids := insertEvents(t, b.db.Pool, 300)
+	ids := b.insertEvents(t, 300)
 
 	cfg := b.cfg
 	cfg.BatchSize = 10
@@ -26,7 +31,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 	var sent atomic.Int64
 	var once sync.Once
 	down := make(chan struct{})
-	cfg.hooks.beforePublish = func(string) {
+	cfg = cfg.WithHooks(outbox.Hooks{BeforePublish: func(string) {
 		// Stop the server while the relay has half a batch in flight.
 		if sent.Add(1) == 105 {
 			once.Do(func() {
@@ -34,7 +39,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 				close(down)
 			})
 		}
-	}
+	}})
 	runRelay(t, newRelay(t, b.db.Pool, cfg))
 
 	select {
@@ -42,25 +47,20 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the relay sent %d events, never reached the outage", sent.Load())
 	}
-	ids = append(ids, insertEvents(t, b.db.Pool, 100)...)
-	pending, _, err := Stats(context.Background(), b.db.Pool)
-	if err != nil || pending < 100 {
-		t.Fatalf("during the outage %d rows pending (%v), want at least the 100 new ones", pending, err)
-	}
+	ids = append(ids, b.insertEvents(t, 100)...)
+	pending, _, err := outbox.Stats(context.Background(), b.db.Pool)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, pending, 100, "rows pending during the outage: at least the 100 new ones")
 
 	srv.start()
 	waitDrained(t, b.db.Pool, 60*time.Second)
 
-	assertEachOnce(t, b.js, cfg.Stream, ids)
-	assertAllPublished(t, b.db.Pool, 400)
+	requireEachOnce(t, b.js, cfg.Stream, ids)
+	requireAllPublished(t, b.db.Pool, 400)
 	var retried int
-	if err := b.db.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM outbox WHERE publish_attempts > 0`).Scan(&retried); err != nil {
-		t.Fatal(err)
-	}
-	if retried == 0 {
-		t.Error("no row recorded a failed publish, so the outage missed the batch in flight")
-	}
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox WHERE publish_attempts > 0`).Scan(&retried))
+	require.Positive(t, retried, "no row recorded a failed publish, so the outage missed the batch in flight")
 	t.Logf("%d rows needed a retry", retried)
 }
 
@@ -72,17 +72,17 @@ func TestRelayStartsBeforeNATS(t *testing.T) {
 	}
 	t.Parallel()
 	srv := newNATSServer(t)
-	b := setup(t, sharedNATSURL()) // for the database; the relay uses srv
+	b := setup(t, testkit.NATSURL()) // for the database; the relay uses srv
 	cfg := b.cfg
 	cfg.NATSURL = srv.URL
-	ids := insertEvents(t, b.db.Pool, 20)
+	ids := b.insertEvents(t, 20)
 
 	runRelay(t, newRelay(t, b.db.Pool, cfg))
 	srv.start()
 	waitDrained(t, b.db.Pool, 60*time.Second)
 
-	_, js := connectJS(t, srv.URL)
-	assertEachOnce(t, js, cfg.Stream, ids)
+	_, js := testkit.JetStream(t, srv.URL)
+	requireEachOnce(t, js, cfg.Stream, ids)
 }
 
 // TestRelayRecreatesDeletedStream deletes the stream under a running relay
@@ -93,16 +93,14 @@ func TestRelayRecreatesDeletedStream(t *testing.T) {
 		t.Skip("runs a NATS server of its own; skipped with -short")
 	}
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
+	b := setup(t, testkit.NATSURL())
 	runRelay(t, newRelay(t, b.db.Pool, b.cfg))
-	first := insertEvents(t, b.db.Pool, 10)
+	first := b.insertEvents(t, 10)
 	waitDrained(t, b.db.Pool, 30*time.Second)
-	assertEachOnce(t, b.js, b.cfg.Stream, first)
+	requireEachOnce(t, b.js, b.cfg.Stream, first)
 
-	if err := b.js.DeleteStream(context.Background(), b.cfg.Stream); err != nil {
-		t.Fatal(err)
-	}
-	second := insertEvents(t, b.db.Pool, 10)
+	require.NoError(t, b.js.DeleteStream(context.Background(), b.cfg.Stream))
+	second := b.insertEvents(t, 10)
 	waitDrained(t, b.db.Pool, 30*time.Second)
-	assertEachOnce(t, b.js, b.cfg.Stream, second)
+	requireEachOnce(t, b.js, b.cfg.Stream, second)
 }

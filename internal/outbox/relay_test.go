@@ -1,4 +1,4 @@
-package outbox
+package outbox_test
 
 import (
 	"context"
@@ -9,62 +9,50 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/outbox"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestRelayPublishesEveryRowOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
-	ids := insertEvents(t, b.db.Pool, 500)
+	b := setup(t, testkit.NATSURL())
+	ids := b.insertEvents(t, 500)
 
-	pending, oldest, err := Stats(context.Background(), b.db.Pool)
-	if err != nil || pending != 500 || oldest < 0 {
-		t.Fatalf("Stats before = %d, %s, %v; want 500 pending", pending, oldest, err)
-	}
+	pending, oldest, err := outbox.Stats(context.Background(), b.db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, 500, pending, "pending before")
+	require.GreaterOrEqual(t, oldest, time.Duration(0))
 	publishedBefore := counterValue(t, metrics.OutboxPublished)
 
 	runRelay(t, newRelay(t, b.db.Pool, b.cfg))
 	waitDrained(t, b.db.Pool, 30*time.Second)
 
-	assertEachOnce(t, b.js, b.cfg.Stream, ids)
-	assertAllPublished(t, b.db.Pool, 500)
-	pending, oldest, err = Stats(context.Background(), b.db.Pool)
-	if err != nil || pending != 0 || oldest != 0 {
-		t.Errorf("Stats after = %d, %s, %v; want 0, 0", pending, oldest, err)
-	}
+	requireEachOnce(t, b.js, b.cfg.Stream, ids)
+	requireAllPublished(t, b.db.Pool, 500)
+	pending, oldest, err = outbox.Stats(context.Background(), b.db.Pool)
+	require.NoError(t, err)
+	require.Zero(t, pending, "pending after")
+	require.Zero(t, oldest, "age of the oldest pending after")
 	// Other tests publish too, so only a lower bound holds.
-	if got := counterValue(t, metrics.OutboxPublished) - publishedBefore; got < 500 {
-		t.Errorf("published counter rose by %v, want at least 500", got)
-	}
+	require.GreaterOrEqual(t, counterValue(t, metrics.OutboxPublished)-publishedBefore, 500.0, "published counter rise")
 	var attemptsSum int
-	if err := b.db.Pool.QueryRow(context.Background(), `SELECT sum(publish_attempts) FROM outbox`).Scan(&attemptsSum); err != nil {
-		t.Fatal(err)
-	}
-	if attemptsSum != 0 {
-		t.Errorf("%d failed publish attempts recorded on a healthy run", attemptsSum)
-	}
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT sum(publish_attempts) FROM outbox`).Scan(&attemptsSum))
+	require.Zero(t, attemptsSum, "failed publish attempts recorded on a healthy run")
 }
 
 // TestRelayEnvelope follows one event from Enqueue, in the transaction of
 // its payment, to the CloudEvents envelope on the stream.
 func TestRelayEnvelope(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
+	b := setup(t, testkit.NATSURL())
 	ctx := context.Background()
-	ids := insertEvents(t, b.db.Pool, 1)
-	var a struct{ ID string }
-	var tenant string
-	err := b.db.Pool.QueryRow(ctx, `SELECT payment_id, payload->>'tenant_id' FROM outbox WHERE id = $1`, ids[0]).Scan(&a.ID, &tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eventID string
+	ids := b.insertEvents(t, 1)
+	var paymentID string
 	var createdAt time.Time
-	err = b.db.Pool.QueryRow(ctx, `SELECT id, created_at FROM outbox WHERE payment_id = $1`, a.ID).Scan(&eventID, &createdAt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT payment_id, created_at FROM outbox WHERE id = $1`, ids[0]).Scan(&paymentID, &createdAt))
 
 	cfg := b.cfg
 	cfg.Source = "paymentsvc-test"
@@ -72,63 +60,56 @@ func TestRelayEnvelope(t *testing.T) {
 	waitDrained(t, b.db.Pool, 30*time.Second)
 
 	_, envs := streamEvents(t, b.js, cfg.Stream)
-	if len(envs) != 1 {
-		t.Fatalf("stream holds %d events, want 1", len(envs))
-	}
+	require.Len(t, envs, 1, "events in the stream")
 	e := envs[0]
-	if e.SpecVersion != "1.0" || e.ID != eventID || e.Source != "paymentsvc-test" || e.Type != "PaymentSucceeded" ||
-		e.DataContentType != "application/json" || e.Subject != a.ID {
-		t.Errorf("envelope = %+v", e)
-	}
+	require.Equal(t, outbox.Envelope{
+		SpecVersion: "1.0", ID: ids[0], Source: "paymentsvc-test", Type: "PaymentSucceeded", Time: e.Time,
+		DataContentType: "application/json", Subject: paymentID, Data: e.Data,
+	}, e)
 	tm, err := time.Parse(time.RFC3339, e.Time)
-	if err != nil || !tm.Equal(createdAt) {
-		t.Errorf("time %q (%v), want created_at %s", e.Time, err, createdAt)
-	}
+	require.NoError(t, err, "time %q", e.Time)
+	require.True(t, tm.Equal(createdAt), "time %s, want created_at %s", tm, createdAt)
 	var data struct {
 		ID       string `json:"id"`
 		TenantID string `json:"tenant_id"`
 		Status   string `json:"status"`
 		Amount   int64  `json:"amount"`
 	}
-	if err := json.Unmarshal(e.Data, &data); err != nil {
-		t.Fatalf("data: %v", err)
-	}
-	if data.ID != a.ID || data.TenantID != tenant || data.Status != "SUCCEEDED" || data.Amount != 1001 {
-		t.Errorf("data = %+v", data)
-	}
+	require.NoError(t, json.Unmarshal(e.Data, &data), "data")
+	require.Equal(t, paymentID, data.ID)
+	require.Equal(t, b.tenantID, data.TenantID)
+	require.Equal(t, "SUCCEEDED", data.Status)
+	require.EqualValues(t, 500, data.Amount)
 }
 
 // TestTwoRelaysShareWork runs two relays on one outbox: every row is
 // published, by exactly one relay, exactly once.
 func TestTwoRelaysShareWork(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
-	ids := insertEvents(t, b.db.Pool, 500)
+	b := setup(t, testkit.NATSURL())
+	ids := b.insertEvents(t, 500)
 
 	var mu sync.Mutex
 	sends := map[string][]int{} // event id → relays that sent it, once per send
 	for i := range 2 {
 		cfg := b.cfg
 		cfg.BatchSize = 20 // many small batches, so the relays interleave
-		cfg.hooks.beforePublish = func(id string) {
+		cfg = cfg.WithHooks(outbox.Hooks{BeforePublish: func(id string) {
 			mu.Lock()
 			defer mu.Unlock()
 			sends[id] = append(sends[id], i)
-		}
+		}})
 		runRelay(t, newRelay(t, b.db.Pool, cfg))
 	}
 	waitDrained(t, b.db.Pool, 30*time.Second)
 
-	assertEachOnce(t, b.js, b.cfg.Stream, ids)
-	assertAllPublished(t, b.db.Pool, 500)
+	requireEachOnce(t, b.js, b.cfg.Stream, ids)
+	requireAllPublished(t, b.db.Pool, 500)
 	mu.Lock()
 	defer mu.Unlock()
 	perRelay := [2]int{}
 	for _, id := range ids {
-		if len(sends[id]) != 1 {
-			t.Errorf("event %s was sent %d times (by relays %v), want once", id, len(sends[id]), sends[id])
-			continue
-		}
+		require.Len(t, sends[id], 1, "relays that sent event %s", id)
 		perRelay[sends[id][0]]++
 	}
 	t.Logf("rows published per relay: %v", perRelay)
@@ -139,13 +120,13 @@ func TestTwoRelaysShareWork(t *testing.T) {
 // relay publishes them again, and JetStream drops every copy.
 func TestCrashBetweenPubAckAndMark(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
-	ids := insertEvents(t, b.db.Pool, 50)
+	b := setup(t, testkit.NATSURL())
+	ids := b.insertEvents(t, 50)
 
 	type crash struct{}
 	cfg := b.cfg
 	cfg.BatchSize = 50
-	cfg.hooks.afterPublish = func() { panic(crash{}) }
+	cfg = cfg.WithHooks(outbox.Hooks{AfterPublish: func() { panic(crash{}) }})
 	r := newRelay(t, b.db.Pool, cfg)
 	recovered := make(chan any, 1)
 	go func() {
@@ -154,39 +135,28 @@ func TestCrashBetweenPubAckAndMark(t *testing.T) {
 	}()
 	select {
 	case p := <-recovered:
-		if _, ok := p.(crash); !ok {
-			t.Fatalf("relay ended with %v, want the crash", p)
-		}
+		require.IsType(t, crash{}, p, "the relay ended with the crash")
 	case <-time.After(30 * time.Second):
 		t.Fatal("relay did not reach the crash point")
 	}
 
 	// JetStream has the batch; the outbox still owes all of it.
 	counts, _ := streamEvents(t, b.js, cfg.Stream)
-	if len(counts) != 50 {
-		t.Fatalf("stream holds %d events after the crash, want 50", len(counts))
-	}
+	require.Len(t, counts, 50, "events in the stream after the crash")
 	var pending, attemptsSum int
-	err := b.db.Pool.QueryRow(context.Background(),
-		`SELECT count(*), coalesce(sum(publish_attempts), 0) FROM outbox WHERE published_at IS NULL`).Scan(&pending, &attemptsSum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pending != 50 || attemptsSum != 0 {
-		t.Fatalf("after the crash %d rows pending with %d attempts, want 50 with 0", pending, attemptsSum)
-	}
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*), coalesce(sum(publish_attempts), 0) FROM outbox WHERE published_at IS NULL`).Scan(&pending, &attemptsSum))
+	require.Equal(t, 50, pending, "rows pending after the crash")
+	require.Zero(t, attemptsSum, "failed attempts recorded after the crash")
 
 	var duplicates atomic.Int64
-	cfg = b.cfg
-	cfg.hooks.afterBatch = func(res batchResult) { duplicates.Add(int64(res.duplicates)) }
+	cfg = b.cfg.WithHooks(outbox.Hooks{AfterBatch: func(res outbox.BatchResult) { duplicates.Add(int64(res.Duplicates)) }})
 	runRelay(t, newRelay(t, b.db.Pool, cfg))
 	waitDrained(t, b.db.Pool, 30*time.Second)
 
-	assertEachOnce(t, b.js, cfg.Stream, ids)
-	assertAllPublished(t, b.db.Pool, 50)
-	if got := duplicates.Load(); got != 50 {
-		t.Errorf("JetStream reported %d duplicates on the republish, want 50", got)
-	}
+	requireEachOnce(t, b.js, cfg.Stream, ids)
+	requireAllPublished(t, b.db.Pool, 50)
+	require.EqualValues(t, 50, duplicates.Load(), "duplicates JetStream reported on the republish")
 }
 
 // TestRelayWakesOnNotify sets a poll interval no test waits for, so only
@@ -194,27 +164,25 @@ func TestCrashBetweenPubAckAndMark(t *testing.T) {
 // wake-up may be left over from startup.
 func TestRelayWakesOnNotify(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
+	b := setup(t, testkit.NATSURL())
 	cfg := b.cfg
 	cfg.PollInterval = time.Hour
 	var batches atomic.Int64
-	cfg.hooks.afterBatch = func(batchResult) { batches.Add(1) }
+	cfg = cfg.WithHooks(outbox.Hooks{AfterBatch: func(outbox.BatchResult) { batches.Add(1) }})
 	runRelay(t, newRelay(t, b.db.Pool, cfg))
-	waitFor(t, 30*time.Second, func() (bool, string) {
-		return batches.Load() > 0, "the relay ran no batch"
-	})
+	testkit.Eventually(t, 30*time.Second, "the relay ran a batch", func() bool { return batches.Load() > 0 })
 
 	var ids []string
 	for range 3 {
-		ids = append(ids, insertEvents(t, b.db.Pool, 1)...)
+		ids = append(ids, b.insertEvents(t, 1)...)
 		waitDrained(t, b.db.Pool, 10*time.Second)
 	}
-	assertEachOnce(t, b.js, cfg.Stream, ids)
+	requireEachOnce(t, b.js, cfg.Stream, ids)
 }
 
 func TestRelayReturnsWhenContextEnds(t *testing.T) {
 	t.Parallel()
-	b := setup(t, sharedNATSURL())
+	b := setup(t, testkit.NATSURL())
 	stop := runRelay(t, newRelay(t, b.db.Pool, b.cfg))
 	stop() // fails the test if Run does not return nil promptly
 }
@@ -222,8 +190,6 @@ func TestRelayReturnsWhenContextEnds(t *testing.T) {
 func counterValue(t testing.TB, c interface{ Write(*dto.Metric) error }) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Write(&m))
 	return m.GetCounter().GetValue()
 }

@@ -1,7 +1,9 @@
-// Package proctest runs the project's real binaries (providersim,
-// paymentsvc, reconciler) as processes for end-to-end and crash tests: it
-// builds them once per test binary, starts them on free ports, reads their
-// JSON logs, and kills them like a crash would.
+// Package proctest runs what the tests talk to: the project's real binaries
+// (providersim, paymentsvc, reconciler) as processes for end-to-end and
+// crash tests — built once per test binary, started on free ports, their
+// JSON logs read, killed like a crash would — and the provider simulator in
+// the test's own process; and it calls them with apiclient, failing the
+// test where it cannot go on.
 package proctest
 
 import (

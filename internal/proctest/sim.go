@@ -1,52 +1,116 @@
 package proctest
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
+	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
 
-// Sim is a running providersim with its control API.
+// Sim is a provider simulator a test talks to: a process (StartSim) or a
+// server in the test's own process (ServeSim). Its methods fail the test
+// instead of returning errors.
 type Sim struct {
-	*Process
+	*Process                     // StartSim's process; nil for ServeSim
+	Server   *providersim.Server // ServeSim's simulator; nil for StartSim
+	url      string              // ServeSim's URL
+}
+
+// SimOptions configure a providersim process.
+type SimOptions struct {
+	Env []string // extra SIM_* settings, e.g. "SIM_LATENCY=800ms"
+}
+
+// StartSim runs providersim as a process on a free port.
+func StartSim(t testing.TB, opt SimOptions) *Sim {
+	t.Helper()
+	b := Build(t)
+	env := append([]string{"SIM_ADDR=127.0.0.1:0"}, opt.Env...)
+	p := StartProcess(t, "providersim", b.ProviderSim, nil, env)
+	return &Sim{Process: p}
+}
+
+// ServeSim runs a simulator with cfg in this process, behind an httptest
+// server, until t ends. wrap, if not nil, sits in front of the simulator's
+// handler (to count or refuse some requests).
+func ServeSim(t testing.TB, cfg providersim.Config, wrap func(http.Handler) http.Handler) *Sim {
+	t.Helper()
+	sim, err := providersim.New(cfg)
+	if err != nil {
+		t.Fatalf("providersim: %v", err)
+	}
+	h := sim.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = sim.Close()
+	})
+	return &Sim{Server: sim, url: srv.URL}
+}
+
+// URL is the simulator's base URL.
+func (s *Sim) URL() string {
+	if s.Process != nil {
+		return s.Process.URL()
+	}
+	return s.url
+}
+
+// Provider returns a resilient client of the simulator's provider API with
+// cfg (FastProvider when cfg is zero), authenticated with apiKey.
+func (s *Sim) Provider(apiKey string, cfg provider.Config) *provider.Resilient {
+	if cfg == (provider.Config{}) {
+		cfg = FastProvider
+	}
+	return provider.NewResilient(provider.NewHTTPClient("sim", s.URL(), apiKey, &http.Client{}), cfg, nil)
+}
+
+// FastProvider are provider timings for tests: a call gives up after 300ms
+// and retries stop after 500ms; five failures open the breaker for 10s.
+var FastProvider = provider.Config{
+	CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond,
+	BreakerFailures: 5, BreakerCooldown: 10 * time.Second,
 }
 
 // SetFaults replaces the simulator's fault set.
 func (s *Sim) SetFaults(t testing.TB, f providersim.Faults) {
 	t.Helper()
-	body, _ := json.Marshal(f)
-	s.control(t, http.MethodPut, "/_sim/faults", body, nil)
+	s.must(t, s.control().SetFaults(context.Background(), f))
 }
 
 // ClearFaults removes every fault.
 func (s *Sim) ClearFaults(t testing.TB) {
 	t.Helper()
-	s.control(t, http.MethodDelete, "/_sim/faults", nil, nil)
+	s.must(t, s.control().ClearFaults(context.Background()))
 }
 
 // Charges lists every charge the simulator holds.
 func (s *Sim) Charges(t testing.TB) []providersim.Charge {
 	t.Helper()
-	var out struct {
-		Data []providersim.Charge `json:"data"`
-	}
-	s.control(t, http.MethodGet, "/_sim/charges", nil, &out)
-	return out.Data
+	ch, err := s.control().Charges(context.Background())
+	s.must(t, err)
+	return ch
 }
 
 // Stats returns the simulator's counters.
 func (s *Sim) Stats(t testing.TB) providersim.Stats {
 	t.Helper()
-	var st providersim.Stats
-	s.control(t, http.MethodGet, "/_sim/stats", nil, &st)
+	st, err := s.control().Stats(context.Background())
+	s.must(t, err)
 	return st
 }
 
 // SucceededChargesFor counts the simulator's succeeded charges whose reference is paymentID.
 func (s *Sim) SucceededChargesFor(t testing.TB, paymentID string) int {
+	t.Helper()
 	n := 0
 	for _, c := range s.Charges(t) {
 		if c.Reference == paymentID && c.Status == providersim.StatusSucceeded {
@@ -56,24 +120,12 @@ func (s *Sim) SucceededChargesFor(t testing.TB, paymentID string) int {
 	return n
 }
 
-func (s *Sim) control(t testing.TB, method, path string, body []byte, out any) {
+// control is the simulator's control API; its client's timeout bounds every call.
+func (s *Sim) control() apiclient.Sim { return apiclient.Sim{URL: s.URL()} }
+
+func (s *Sim) must(t testing.TB, err error) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.URL()+path, bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("sim %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("sim %s %s: status %d", method, path, resp.StatusCode)
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("sim %s %s: decode: %v", method, path, err)
-		}
+		t.Fatalf("%v", err)
 	}
 }

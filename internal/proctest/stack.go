@@ -7,20 +7,6 @@ import (
 	"time"
 )
 
-// SimOptions configure a providersim process.
-type SimOptions struct {
-	Env []string // extra SIM_* settings, e.g. "SIM_LATENCY=800ms"
-}
-
-// StartSim runs providersim on a free port.
-func StartSim(t testing.TB, opt SimOptions) *Sim {
-	t.Helper()
-	b := Build(t)
-	env := append([]string{"SIM_ADDR=127.0.0.1:0"}, opt.Env...)
-	p := StartProcess(t, "providersim", b.ProviderSim, nil, env)
-	return &Sim{Process: p}
-}
-
 // PodOptions configure a paymentsvc process.
 type PodOptions struct {
 	Name        string // for logs; default "paymentsvc"
@@ -73,20 +59,4 @@ func CreateTenant(t testing.TB, databaseURL, name string) Tenant {
 		t.Fatalf("tenant create printed %q: %v", out, err)
 	}
 	return tn
-}
-
-// Eventually polls cond every interval until it returns true or timeout
-// passes, then fails t with msg.
-func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", timeout, msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sony/gobreaker"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
@@ -54,7 +56,7 @@ func TestBreakerOpensThenLetsOneTrialThrough(t *testing.T) {
 	require.ErrorIs(t, res.Err, gobreaker.ErrOpenState)
 	require.Equal(t, 3, f.Hits())
 
-	require.Eventually(t, func() bool { return !r.BreakerOpen() }, 5*time.Second, 5*time.Millisecond)
+	testkit.Eventually(t, 5*time.Second, "the breaker's cooldown ends", func() bool { return !r.BreakerOpen() })
 	require.Equal(t, gobreaker.StateHalfOpen, r.cb.State())
 	require.Equal(t, 1.0, gaugeValue(t, name))
 
@@ -94,7 +96,7 @@ func TestBreakerFailedTrialReopens(t *testing.T) {
 		require.Equal(t, Unknown, r.CreateCharge(t.Context(), chargeReq("k1")).Outcome)
 	}
 	require.True(t, r.BreakerOpen())
-	require.Eventually(t, func() bool { return !r.BreakerOpen() }, 5*time.Second, 5*time.Millisecond)
+	testkit.Eventually(t, 5*time.Second, "the breaker's cooldown ends", func() bool { return !r.BreakerOpen() })
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 

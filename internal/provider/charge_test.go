@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestCreateChargeSucceeded(t *testing.T) {
@@ -118,8 +119,9 @@ func TestCreateChargeUnknownWhenBudgetSpent(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, ce.Status)
 	require.NotErrorIs(t, res.Err, ErrUnavailable)
 	// A correctness bound: no call starts after the budget, and a call lasts
-	// at most CallTimeout.
-	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+500*time.Millisecond)
+	// at most CallTimeout. The slack is for a busy machine; a wrapper that
+	// kept retrying would go on far longer (the provider never recovers).
+	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+2*time.Second)
 }
 
 func TestCreateChargeUnknownWhenProviderHangs(t *testing.T) {
@@ -139,7 +141,7 @@ func TestCreateChargeUnknownWhenProviderHangs(t *testing.T) {
 	require.ErrorAs(t, res.Err, &ce)
 	require.Equal(t, KindTimeout, ce.Kind)
 	require.True(t, ce.Sent)
-	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+500*time.Millisecond)
+	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+2*time.Second, "the hanging calls were cut off (slack for a busy machine)")
 }
 
 func TestCreateChargeUnknownOnNonRetryable4xx(t *testing.T) {
@@ -204,13 +206,9 @@ func TestCreateChargeRetriesLostResponse(t *testing.T) {
 
 func TestCreateChargeNotSentWhenConnectionRefused(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	cfg := testConfig()
 	cfg.RetryBudget = 300 * time.Millisecond
-	r := NewResilient(NewHTTPClient("sim", "http://"+addr, testAPIKey, nil), cfg, nil)
+	r := NewResilient(NewHTTPClient("sim", testkit.RefusedURL(t, "http"), testAPIKey, nil), cfg, nil)
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
@@ -237,20 +235,25 @@ func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
 	done := make(chan Result, 1)
 	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
 
-	// The fourth retry waits 800ms ±50%, so a prompt return is the cancel's doing.
-	for retries := 0; retries < 4; {
-		if waitFor(t, logs, 5*time.Second) == "provider call failed, retrying" {
+	// Cancel during a wait of a second or more (the backoff doubles from
+	// 100ms, ±50%), so that a return within half of it, a margin that holds
+	// on a busy machine, is the cancel's doing.
+	retries := 0
+	var wait time.Duration
+	for wait < time.Second {
+		if rec := waitFor(t, logs, 10*time.Second); rec.msg == "provider call failed, retrying" {
 			retries++
+			wait = rec.wait
 		}
 	}
 	cancel()
 	canceled := time.Now()
 	res := waitFor(t, done, 5*time.Second)
 
-	require.Less(t, time.Since(canceled), 300*time.Millisecond)
+	require.Less(t, time.Since(canceled), wait/2, "returned within half of the %s wait", wait)
 	require.Equal(t, Unknown, res.Outcome)
-	require.Equal(t, 4, res.Tries)
-	require.Equal(t, 4, f.Hits())
+	require.Equal(t, retries, res.Tries, "no call after the cancel")
+	require.Equal(t, retries, f.Hits())
 	require.ErrorIs(t, res.Err, context.Canceled)
 	var ce *CallError
 	require.ErrorAs(t, res.Err, &ce)
@@ -276,7 +279,7 @@ func TestCreateChargeStopsWhenCtxCanceledDuringCall(t *testing.T) {
 	canceled := time.Now()
 	res := waitFor(t, done, 5*time.Second)
 
-	require.Less(t, time.Since(canceled), 500*time.Millisecond)
+	require.Less(t, time.Since(canceled), cfg.CallTimeout/2, "returned long before the call's timeout")
 	require.Equal(t, Unknown, res.Outcome)
 	require.Equal(t, 1, res.Tries)
 	require.Equal(t, 1, f.Hits())

@@ -148,15 +148,28 @@ func gaugeValue(t *testing.T, name string) float64 {
 	return m.GetGauge().GetValue()
 }
 
-// logSignal is a slog.Handler that passes every record's message to a
-// channel: a test signal for "the wrapper is about to wait before a retry".
-type logSignal chan string
+// logSignal is a slog.Handler that passes every record to a channel: a
+// test signal for "the wrapper is about to wait before a retry".
+type logSignal chan logRecord
+
+// logRecord is a record's message and its "wait" attribute, if any.
+type logRecord struct {
+	msg  string
+	wait time.Duration
+}
 
 func (s logSignal) Enabled(context.Context, slog.Level) bool { return true }
 
 func (s logSignal) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{msg: r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "wait" {
+			rec.wait = a.Value.Duration()
+		}
+		return true
+	})
 	select {
-	case s <- r.Message:
+	case s <- rec:
 	default:
 	}
 	return nil

@@ -2,32 +2,24 @@ package reconcile_test
 
 import (
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
-// seedAttempts inserts n attempts id prefix||i in status (cycling through
-// statuses), each with a key that expires at now() + expiresIn.
-func (b *bundle) seedAttempts(prefix string, n int, statuses []string, expiresIn time.Duration) {
+// seedAttempts seeds n attempts prefix+i in statuses (cycling), changed
+// three days ago, each with a key that expires at now() + expiresIn.
+func (b *bundle) seedAttempts(prefix string, n int, statuses []attempts.Status, expiresIn time.Duration) {
 	b.t.Helper()
-	b.exec(`
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		SELECT $1 || i, $2, $1 || i, $1 || i, 500, 'USD', 'pm_card_visa',
-		       ($4::text[])[1 + i % cardinality($4::text[])], now() - interval '3 days'
-		FROM generate_series(1, $3::int) AS i`, prefix, b.tenantID, n, statuses)
-	b.exec(`
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, response_code, response_body, created_at, expires_at)
-		SELECT $2, $1 || i, '\x00', $1 || i, 201, '{}', now() - interval '3 days', now() + $4::bigint * interval '1 millisecond'
-		FROM generate_series(1, $3::int) AS i`, prefix, b.tenantID, n, expiresIn.Milliseconds())
+	testdb.Attempts(b.t, b.pool, testdb.AttemptsOpts{
+		TenantID: b.tenantID, Prefix: prefix, N: n, Statuses: statuses, Age: 72 * time.Hour, KeyExpiresIn: expiresIn,
+	})
 }
 
 func (b *bundle) keyIDs() []string {
@@ -51,10 +43,10 @@ func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	final := []string{"SUCCEEDED", "FAILED"}
+	final := []attempts.Status{attempts.Succeeded, attempts.Failed}
 	b.seedAttempts("gone_", 10_000, final, -time.Hour)
 	// Expired, but their payments are not final: a retry must resume them.
-	b.seedAttempts("unresolved_", 6, []string{"CREATED", "PENDING", "UNKNOWN"}, -time.Hour)
+	b.seedAttempts("unresolved_", 6, []attempts.Status{attempts.Created, attempts.Pending, attempts.Unknown}, -time.Hour)
 	// Final, but not expired.
 	b.seedAttempts("fresh_", 4, final, time.Hour)
 	// As autovacuum would have: without statistics, the generic plan that a
@@ -126,7 +118,7 @@ func TestGCDeletesOldWebhookEventsAndPublishedOutboxRows(t *testing.T) {
 	const ttl, retention = 720 * time.Hour, 168 * time.Hour
 	b.seedWebhookEvents("evt_old_", 5, ttl+time.Hour)
 	b.seedWebhookEvents("evt_new_", 3, ttl-time.Hour)
-	b.seedAttempts("ob_", 10, []string{"SUCCEEDED"}, time.Hour) // keys not expired
+	b.seedAttempts("ob_", 10, []attempts.Status{attempts.Succeeded}, time.Hour) // keys not expired
 	old, recent, now := retention+time.Hour, retention-time.Hour, time.Duration(0)
 	b.seedOutbox("old_", []string{"ob_1", "ob_2"}, &old)
 	b.seedOutbox("recent_", []string{"ob_3", "ob_4"}, &recent)
@@ -162,8 +154,8 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	b.seedAttempts("done_", 100_000, []string{"SUCCEEDED", "FAILED"}, time.Hour)
-	b.seedAttempts("due_", 100, []string{"UNKNOWN", "PENDING", "CREATED"}, time.Hour)
+	b.seedAttempts("done_", 100_000, []attempts.Status{attempts.Succeeded, attempts.Failed}, time.Hour)
+	b.seedAttempts("due_", 100, []attempts.Status{attempts.Unknown, attempts.Pending, attempts.Created}, time.Hour)
 	b.exec(`ANALYZE payment_attempts`)
 
 	query := generatedQuery(t, "../db/attempts_schedule.sql.go", "attemptClaimDue")
@@ -195,23 +187,12 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 // so the test explains exactly what the job runs.
 func generatedQuery(t *testing.T, file, name string) string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	require.NoError(t, err)
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			v := s.(*ast.ValueSpec)
-			if len(v.Names) == 1 && v.Names[0].Name == name {
-				q, err := strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
-				require.NoError(t, err)
-				require.True(t, strings.Contains(q, "FOR UPDATE SKIP LOCKED"))
-				return q
-			}
+	for _, c := range testkit.GoStringConsts(t, file) {
+		if c.Name == name {
+			require.Contains(t, c.Value, "FOR UPDATE SKIP LOCKED")
+			return c.Value
 		}
 	}
-	t.Fatalf("const %s not in %s", name, file)
+	require.Failf(t, "query not found", "const %s not in %s", name, file)
 	return ""
 }

@@ -2,8 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,20 +12,23 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestRunResolvesFromTheProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	old := 10 * time.Minute
-	succeeded := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded})
-	pending := b.attempt(attemptOpts{status: attempts.Pending, age: old, charge: chargeSucceeded})
-	declined := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeDeclined})
-	noRecord := b.attempt(attemptOpts{status: attempts.Unknown, age: old})
+	succeeded := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
+	pending := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Pending, Age: old})
+	declined := b.attempt(chargeDeclined, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
+	noRecord := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
 	// Not touched: too young, not due yet, final.
-	young := b.attempt(attemptOpts{status: attempts.Unknown, age: time.Minute, charge: chargeSucceeded})
-	notDue := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded, nextCheck: ptr(time.Hour), checkCount: 2})
-	final := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded})
+	young := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: time.Minute})
+	notDue := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old, NextCheck: ptr(time.Hour), CheckCount: 2})
+	final := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old})
+	notDueAt := b.get(notDue).NextCheckAt
 
 	sum, err := b.reconciler(reconcile.Config{MinAge: reconcile.DefaultMinAge}).Run(b.ctx)
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestRunResolvesFromTheProvider(t *testing.T) {
 	}
 	require.Nil(t, b.get(young).NextCheckAt)
 	require.Equal(t, 2, b.get(notDue).CheckCount)
-	requireAbout(t, time.Hour, 0, b.untilNextCheck(notDue))
+	require.Equal(t, notDueAt, b.get(notDue).NextCheckAt, "its next check is left as scheduled")
 	hist, err := attempts.History(b.ctx, b.pool, final)
 	require.NoError(t, err)
 	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, hist)
@@ -84,7 +85,7 @@ func TestRunLeavesRecentNotFoundUnknown(t *testing.T) {
 	// still land for LockTTL + RetryBudget + CallTimeout (5m0.8s here).
 	cfg := testPayments
 	cfg.LockTTL = 5 * time.Minute
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 3 * time.Minute})
+	id := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 3 * time.Minute})
 
 	sum, err := b.reconcilerWith(b.pool, b.provider, cfg, reconcile.Config{Lease: 10 * time.Minute}).Run(b.ctx)
 	require.NoError(t, err)
@@ -103,16 +104,16 @@ func TestRunSchedulesChecksThenFlagsForReview(t *testing.T) {
 	b := setup(t)
 	// Each was checked checkCount times before; none is found, none is quiet
 	// long enough (5s < 30.8s) to be failed.
-	recent := attemptOpts{status: attempts.Unknown, age: 5 * time.Second}
+	recent := testdb.AttemptOpts{Status: attempts.Unknown, Age: 5 * time.Second}
 	at := map[int]string{}
 	for _, n := range []int{0, 1, 2, 3, 4, 5} {
 		o := recent
-		o.checkCount = n
-		at[n] = b.attempt(o)
+		o.CheckCount = n
+		at[n] = b.attempt(noCharge, o)
 	}
 	o := recent
-	o.checkCount, o.review = 9, true
-	flagged := b.attempt(o)
+	o.CheckCount, o.NeedsReview = 9, true
+	flagged := b.attempt(noCharge, o)
 
 	sum, err := b.reconciler(reconcile.Config{MinAge: time.Second}).Run(b.ctx)
 	require.NoError(t, err)
@@ -136,7 +137,7 @@ func TestRunSchedulesChecksThenFlagsForReview(t *testing.T) {
 func TestRunProviderLookupsFailing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	b.failLookups.Store(true) // the provider is up (the probe lists), but look-ups fail
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
@@ -157,9 +158,9 @@ func TestRunProviderLookupsFailing(t *testing.T) {
 func TestRunProviderUnreachable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
-	created := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
-	down := b.newProvider(closedURL(t), provider.Config{})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
+	created := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute})
+	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 
 	_, err := b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Run(b.ctx)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable, "the job could not run: exit 1")
@@ -176,12 +177,12 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 	b := setup(t)
 	var ids []string
 	for range 20 {
-		ids = append(ids, b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute}))
+		ids = append(ids, b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute}))
 	}
 	b.failLookups.Store(true)
 	// The first failed look-up opens the breaker: the first check ends
 	// unreachable, and no other check starts while the breaker is open.
-	p := b.newProvider(b.simURL, provider.Config{
+	p := b.newProvider(b.sim.URL(), provider.Config{
 		CallTimeout: 300 * time.Millisecond, RetryBudget: time.Second, BreakerFailures: 1, BreakerCooldown: time.Hour,
 	})
 	sum, err := b.reconcilerWith(b.pool, p, testPayments, reconcile.Config{Workers: 1}).Run(b.ctx)
@@ -207,10 +208,10 @@ func TestRunBreakerOpenLeavesTheRestDue(t *testing.T) {
 func TestRunAbandonsCreatedWithoutAskingTheProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	abandoned := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute})
+	abandoned := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute})
 	// Its key is still locked by a live request: left alone.
-	live := b.attempt(attemptOpts{status: attempts.Created, age: 10 * time.Minute, locked: true})
-	before := b.simStats()
+	live := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Created, Age: 10 * time.Minute, KeyState: testdb.KeyLocked})
+	before := b.sim.Stats(t)
 
 	sum, err := b.reconciler(reconcile.Config{}).Run(b.ctx)
 	require.NoError(t, err)
@@ -229,7 +230,7 @@ func TestRunAbandonsCreatedWithoutAskingTheProvider(t *testing.T) {
 	require.Equal(t, 0, a.CheckCount, "a busy key is not a check")
 	requireAbout(t, testPayments.LockTTL, reconcile.DefaultJitter, b.untilNextCheck(live))
 
-	require.Equal(t, before.ChargeCalls, b.simStats().ChargeCalls)
+	require.Equal(t, before.ChargeCalls, b.sim.Stats(t).ChargeCalls)
 	require.Zero(t, b.lookups.Load(), "no look-up either")
 }
 
@@ -239,47 +240,26 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 200
-	b.exec(`
-		INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, updated_at)
-		SELECT 'pay_conc' || i, $1, 'order-' || i, 'key-' || i, 500, 'USD', 'pm_card_visa', 'UNKNOWN', now() - interval '10 minutes'
-		FROM generate_series(1, $2::int) AS i`, b.tenantID, n)
-	b.exec(`
-		INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
-		SELECT $1, 'key-' || i, '\x00', 'pay_conc' || i, now() + interval '48 hours'
-		FROM generate_series(1, $2::int) AS i`, b.tenantID, n)
-	b.exec(`
-		INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
-		SELECT 'pay_conc' || i, 'PENDING', 'UNKNOWN', 'api', 'seeded'
-		FROM generate_series(1, $1::int) AS i`, n)
+	ids := testdb.Attempts(t, b.pool, testdb.AttemptsOpts{TenantID: b.tenantID, Prefix: "pay_conc", N: n, Age: 10 * time.Minute})
 	// Half of them reached the provider.
-	for i := 1; i <= n/2; i++ {
-		id := "pay_conc" + strconv.Itoa(i)
-		r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
-			Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: id, IdempotencyKey: attempts.ProviderKey(id),
-		})
-		require.Equal(t, provider.Succeeded, r.Outcome)
+	for _, id := range ids[:n/2] {
+		b.charge(id, "")
 	}
 
 	var (
-		start = make(chan struct{})
-		wg    sync.WaitGroup
-		sums  [2]reconcile.Summary
-		errs  [2]error
+		runs [2]*reconcile.Reconciler
+		sums [2]reconcile.Summary
+		errs [2]error
 	)
-	for i := range 2 {
+	for i := range runs {
 		// Each its own pool and provider client, like two processes.
 		pool, err := db.Open(b.ctx, b.db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		r := b.reconcilerWith(pool, b.newProvider(b.simURL, provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
-		wg.Go(func() {
-			<-start
-			sums[i], errs[i] = r.Run(context.Background())
-		})
+		runs[i] = b.reconcilerWith(pool, b.newProvider(b.sim.URL(), provider.Config{}), testPayments, reconcile.Config{BatchSize: 10})
 	}
 	began := time.Now()
-	close(start)
-	wg.Wait()
+	testkit.Together(2, func(i int) { sums[i], errs[i] = runs[i].Run(context.Background()) })
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	t.Logf("in %s: run A %+v, run B %+v", time.Since(began), sums[0], sums[1])
@@ -320,7 +300,7 @@ func TestRunConcurrentRunsResolveEachAttemptOnce(t *testing.T) {
 func TestRunCancelledTouchesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute, charge: chargeSucceeded})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
 	ctx, cancel := context.WithCancel(b.ctx)
 	cancel()
 	_, err := b.reconciler(reconcile.Config{}).Run(ctx)
@@ -336,21 +316,24 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var ids []string
-	for range 10 {
-		ids = append(ids, b.attempt(attemptOpts{status: attempts.Unknown, age: 10 * time.Minute}))
+	// Twenty checks of up to 400ms each would take 8s, far past the lease.
+	const n = 20
+	for range n {
+		ids = append(ids, b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute}))
 	}
 	b.failLookups.Store(true) // every check spends its whole retry budget
-	p := b.newProvider(b.simURL, provider.Config{
+	p := b.newProvider(b.sim.URL(), provider.Config{
 		CallTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerFailures: 1000, BreakerCooldown: time.Second,
 	})
 	cfg := payments.Config{LockTTL: time.Second, KeyTTL: time.Hour, CallTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerCooldown: time.Second}
 	start := time.Now()
 	sum, err := b.reconcilerWith(b.pool, p, cfg, reconcile.Config{Lease: 2 * time.Second, Workers: 1}).Run(b.ctx)
 	require.NoError(t, err)
-	// The lease is 2s from the claim; a second of slack for a loaded machine.
-	require.Less(t, time.Since(start), 3*time.Second, "every check ended inside the lease")
+	// The lease is 2s from the claim; no check starts after 1s and one lasts
+	// at most 400ms. 1.5s of slack for a loaded machine.
+	require.Less(t, time.Since(start), 3500*time.Millisecond, "every check ended inside the lease")
 	require.Positive(t, sum.Checked)
-	require.Less(t, sum.Checked, 10)
+	require.Less(t, sum.Checked, n)
 	require.Equal(t, reconcile.Summary{Checked: sum.Checked, StillUnknown: sum.Checked, Errors: sum.Checked}, sum)
 	handedBack := 0
 	for _, id := range ids {
@@ -359,7 +342,7 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 			require.LessOrEqual(t, b.untilNextCheck(id), time.Duration(0), "due at once")
 		}
 	}
-	require.Equal(t, 10-sum.Checked, handedBack)
+	require.Equal(t, n-sum.Checked, handedBack)
 }
 
 // A zero MinAge is no minimum, not the default: an attempt that changed a
@@ -367,7 +350,7 @@ func TestRunHandsBackWhatItCannotCheckInTime(t *testing.T) {
 func TestRunMinAgeZeroMeansNoMinimum(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.attempt(attemptOpts{status: attempts.Unknown, charge: chargeSucceeded})
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown})
 
 	sum, err := b.reconciler(reconcile.Config{MinAge: 0}).Run(b.ctx)
 	require.NoError(t, err)

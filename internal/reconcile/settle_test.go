@@ -11,21 +11,23 @@ import (
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestSettleRefundsOrphansOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	old := 10 * time.Minute
-	matched := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded})
-	mismatch := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, charge: chargeSucceeded, amount: 700})
-	declined := b.attempt(attemptOpts{status: attempts.Failed, age: old, charge: chargeDeclined})
+	matched := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old})
+	mismatch := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old, Amount: 700})
+	declined := b.attempt(chargeDeclined, testdb.AttemptOpts{Status: attempts.Failed, Age: old})
 	// The customer was charged, but our payment says FAILED: an orphan.
-	failedButCharged := b.attempt(attemptOpts{status: attempts.Failed, age: old, charge: chargeSucceeded})
+	failedButCharged := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Failed, Age: old})
 	// Not final yet: Run resolves it with the charge; settlement leaves it.
-	unresolved := b.attempt(attemptOpts{status: attempts.Unknown, age: old, charge: chargeSucceeded})
+	unresolved := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: old})
 	// SUCCEEDED here, but the provider has no such charge.
-	missing := b.attempt(attemptOpts{status: attempts.Succeeded, age: old, chargeID: "ch_not_at_provider"})
+	missing := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Succeeded, Age: old, ChargeID: "ch_not_at_provider"})
 	// Charges nobody here made: one succeeded, one failed, one succeeded and
 	// already refunded by someone else.
 	ghost := b.charge("pay_ghost1", "pm_card_visa")
@@ -33,8 +35,13 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 	refundedGhost := b.charge("pay_ghost3", "pm_card_visa")
 	manual := b.provider.CreateRefund(b.ctx, provider.RefundRequest{ChargeID: refundedGhost.ID, IdempotencyKey: "manual_refund"})
 	require.Equal(t, provider.Succeeded, manual.Outcome)
+	// The webhook reported the first ghost already: settlement refunds it
+	// all the same and records its own finding beside the webhook's.
+	testdb.Anomaly(t, b.pool, attempts.Anomaly{
+		Kind: "unknown_charge", ChargeID: ghost.ID, Source: attempts.SourceWebhook, DedupeKey: "webhook:sim:evt_ghost1",
+	})
 
-	charges := b.simCharges()
+	charges := b.sim.Charges(t)
 	require.Len(t, charges, 8)
 	day := time.Unix(charges[0].Created, 0).UTC()
 	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
@@ -56,11 +63,11 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 		rep, err := r.Settle(b.ctx, day)
 		require.NoError(t, err)
 		require.Equal(t, want, rep, "settling a day again reports the same")
-		require.Equal(t, int64(3), b.simStats().Refunds, "one refund per orphan, however often settled")
+		require.Equal(t, int64(3), b.sim.Stats(t).Refunds, "one refund per orphan, however often settled")
 	}
 
 	refunded := map[string]bool{}
-	for _, c := range b.simCharges() {
+	for _, c := range b.sim.Charges(t) {
 		refunded[c.Reference] = c.Refunded
 	}
 	require.Equal(t, map[string]bool{
@@ -69,7 +76,8 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 	}, refunded)
 	require.Equal(t, attempts.Unknown, b.get(unresolved).Status)
 
-	kinds := b.anomalies()
+	require.Equal(t, map[string]string{"webhook:sim:evt_ghost1": ""}, b.anomalies(attempts.SourceWebhook))
+	kinds := b.anomalies(attempts.SourceReconciler)
 	require.Equal(t, map[string]string{
 		"orphan_charge:" + ghost.ID:                     "",
 		"orphan_charge:" + refundedGhost.ID:             "",
@@ -82,14 +90,14 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 func TestSettleEmptyDayAndUnreachableProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.attempt(attemptOpts{status: attempts.Succeeded, charge: chargeSucceeded})
+	b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Succeeded})
 	day, err := reconcile.ParseDay("2020-02-29")
 	require.NoError(t, err)
 	rep, err := b.reconciler(reconcile.Config{}).Settle(b.ctx, day)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.Report{Day: "2020-02-29"}, rep)
 
-	down := b.newProvider(closedURL(t), provider.Config{})
+	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 	_, err = b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Settle(b.ctx, day)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable)
 }
@@ -105,9 +113,13 @@ func TestParseDay(t *testing.T) {
 	}
 }
 
-// charge makes a charge at the simulator for reference ref under its derived key.
+// charge makes a charge of 500 at the simulator for reference ref under its
+// derived key, with method ("" for pm_card_visa).
 func (b *bundle) charge(ref, method string) provider.Charge {
 	b.t.Helper()
+	if method == "" {
+		method = "pm_card_visa"
+	}
 	r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
 		Amount: 500, Currency: "USD", PaymentMethod: method, Reference: ref, IdempotencyKey: attempts.ProviderKey(ref),
 	})
@@ -123,17 +135,16 @@ func (b *bundle) chargeOf(id string) string {
 	return ch.ID
 }
 
-// anomalies maps each recorded anomaly's dedupe key to its attempt id.
-func (b *bundle) anomalies() map[string]string {
+// anomalies maps the dedupe key of each anomaly source recorded to its attempt id.
+func (b *bundle) anomalies(source attempts.Source) map[string]string {
 	b.t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT dedupe_key, COALESCE(attempt_id, ''), source FROM anomalies`)
+	rows, err := b.pool.Query(b.ctx, `SELECT dedupe_key, COALESCE(attempt_id, '') FROM anomalies WHERE source = $1`, string(source))
 	require.NoError(b.t, err)
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
-		var key, attempt, source string
-		require.NoError(b.t, rows.Scan(&key, &attempt, &source))
-		require.Equal(b.t, "reconciler", source)
+		var key, attempt string
+		require.NoError(b.t, rows.Scan(&key, &attempt))
 		out[key] = attempt
 	}
 	require.NoError(b.t, rows.Err())
@@ -175,7 +186,7 @@ func TestSettleABusyDayPageByPage(t *testing.T) {
 	b.simImport(charges)
 
 	// Generous timeouts: under -race the simulator takes a while per page.
-	p := b.newProvider(b.simURL, provider.Config{CallTimeout: 10 * time.Second, RetryBudget: 10 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second})
+	p := b.newProvider(b.sim.URL(), provider.Config{CallTimeout: 10 * time.Second, RetryBudget: 10 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second})
 	timing := testPayments
 	timing.CallTimeout, timing.RetryBudget, timing.LockTTL = 10*time.Second, 10*time.Second, time.Minute
 	rep, err := b.reconcilerWith(b.pool, p, timing, reconcile.Config{Lease: 10 * time.Minute}).Settle(b.ctx, day)
@@ -183,7 +194,7 @@ func TestSettleABusyDayPageByPage(t *testing.T) {
 	require.Equal(t, reconcile.Report{
 		Day: "2026-01-15", ProviderCharges: n + 5, Matched: n, OrphansRefunded: 5,
 	}, rep)
-	require.Equal(t, int64(5), b.simStats().Refunds)
+	require.Equal(t, int64(5), b.sim.Stats(t).Refunds)
 	require.Equal(t, int64(0), b.unpaged.Load(), "the day was never asked for in one answer")
 	require.Equal(t, int64((n+5+999)/1000), b.lists.Load(), "one call per page of 1,000")
 }

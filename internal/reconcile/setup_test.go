@@ -4,20 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
-	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
@@ -33,7 +30,7 @@ type bundle struct {
 	ctx      context.Context
 	db       *testdb.DB
 	pool     *db.Pool
-	simURL   string
+	sim      *proctest.Sim
 	provider *provider.Resilient
 	tenantID string
 
@@ -49,40 +46,35 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{t: t, ctx: t.Context(), db: testdb.New(t)}
 	b.pool = b.db.Pool
-	sim, err := providersim.New(providersim.Config{APIKey: simAPIKey})
-	require.NoError(t, err)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("created_gte") {
-			b.lists.Add(1)
-			if !r.URL.Query().Has("limit") {
-				b.unpaged.Add(1)
+	b.sim = proctest.ServeSim(t, providersim.Config{APIKey: simAPIKey}, func(sim http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("created_gte") {
+				b.lists.Add(1)
+				if !r.URL.Query().Has("limit") {
+					b.unpaged.Add(1)
+				}
 			}
-		}
-		if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("idempotency_key") {
-			b.lookups.Add(1)
-			if b.failLookups.Load() {
-				http.Error(w, `{"error":{"code":"unavailable"}}`, http.StatusServiceUnavailable)
-				return
+			if r.Method == http.MethodGet && r.URL.Path == "/v1/charges" && r.URL.Query().Has("idempotency_key") {
+				b.lookups.Add(1)
+				if b.failLookups.Load() {
+					http.Error(w, `{"error":{"code":"unavailable"}}`, http.StatusServiceUnavailable)
+					return
+				}
 			}
-		}
-		sim.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = sim.Close()
+			sim.ServeHTTP(w, r)
+		})
 	})
-	b.simURL = srv.URL
-	b.provider = b.newProvider(srv.URL, provider.Config{})
+	b.provider = b.newProvider(b.sim.URL(), provider.Config{})
 	ten, err := tenants.Create(b.ctx, b.pool, "reconcile-test")
 	require.NoError(t, err)
 	b.tenantID = ten.ID
 	return b
 }
 
-// newProvider is a resilient client of url (fast retries for tests when cfg is zero).
+// newProvider is a resilient client of url (proctest.FastProvider when cfg is zero).
 func (b *bundle) newProvider(url string, cfg provider.Config) *provider.Resilient {
-	if cfg.CallTimeout == 0 {
-		cfg = provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: 10 * time.Second}
+	if cfg == (provider.Config{}) {
+		cfg = proctest.FastProvider
 	}
 	return provider.NewResilient(provider.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
 }
@@ -120,103 +112,25 @@ const (
 	chargeDeclined
 )
 
-// attemptOpts describe an attempt to seed.
-type attemptOpts struct {
-	status     attempts.Status // CREATED, PENDING, UNKNOWN, SUCCEEDED or FAILED
-	age        time.Duration   // how long ago its last change was
-	charge     charge          // what the provider has under its derived key
-	amount     int64           // default 500
-	chargeID   string          // recorded charge of a SUCCEEDED attempt without a provider charge
-	locked     bool            // a live request holds its key
-	checkCount int
-	review     bool
-	nextCheck  *time.Duration // next_check_at = now() + *nextCheck; nil: NULL
-}
-
-// attempt seeds an attempt the way the service leaves it: key and attempt
-// committed together, the audited transitions of its path, the provider's
-// charge under the derived key, and the key unlocked unless o.locked.
-func (b *bundle) attempt(o attemptOpts) string {
-	t := b.t
-	t.Helper()
-	if o.amount == 0 {
-		o.amount = 500
+// attempt seeds an attempt (testdb.Attempt, in the bundle's tenant) after
+// the simulator made the charge ch under its derived key, as a call of the
+// service would have: a declined charge fails it with card_declined; a
+// FAILED attempt whose charge succeeded (an orphan) records no charge.
+func (b *bundle) attempt(ch charge, o testdb.AttemptOpts) string {
+	b.t.Helper()
+	o.TenantID, o.ID = b.tenantID, attempts.NewID()
+	if ch == chargeDeclined {
+		o.PaymentMethod = "pm_card_declined"
 	}
-	id := attempts.NewID()
-	key := "key-" + id
-	method := "pm_card_visa"
-	if o.charge == chargeDeclined {
-		method = "pm_card_declined"
+	if ch != noCharge {
+		// Always 500, whatever the attempt's amount, as settlement's
+		// amount-mismatch case needs.
+		o.ChargeID = b.charge(o.ID, o.PaymentMethod).ID
 	}
-	res, err := idempotency.Acquire(b.ctx, b.pool, idempotency.Config{LockTTL: testPayments.LockTTL, KeyTTL: testPayments.KeyTTL},
-		b.tenantID, key, []byte("fp"), id, func(ctx context.Context, tx pgx.Tx, attemptID string) error {
-			_, err := attempts.Insert(ctx, tx, attempts.New{
-				ID: attemptID, TenantID: b.tenantID, OrderID: "order-" + attemptID, IdempotencyKey: key,
-				Amount: o.amount, Currency: "USD", PaymentMethod: method,
-			})
-			return err
-		})
-	require.NoError(t, err)
-	require.Equal(t, idempotency.Owned, res.Outcome)
-
-	var ch *provider.Charge
-	if o.charge != noCharge {
-		r := b.provider.CreateCharge(b.ctx, provider.ChargeRequest{
-			Amount: 500, Currency: "USD", PaymentMethod: method, Reference: id, IdempotencyKey: attempts.ProviderKey(id),
-		})
-		require.NotNil(t, r.Charge, "charge at the simulator: %v", r.Err)
-		ch = r.Charge
+	if o.Status == attempts.Failed && ch != chargeDeclined {
+		o.ChargeID, o.FailureCode = "", attempts.FailureProviderNoRecord
 	}
-	var path []attempts.Change
-	switch o.status {
-	case attempts.Pending:
-		path = []attempts.Change{{To: attempts.Pending}}
-	case attempts.Unknown:
-		path = []attempts.Change{{To: attempts.Pending}, {To: attempts.Unknown}}
-	case attempts.Succeeded:
-		c := attempts.Change{To: attempts.Succeeded, ChargeID: o.chargeID}
-		if ch != nil {
-			c.ChargeID = ch.ID
-		}
-		path = []attempts.Change{{To: attempts.Pending}, c}
-	case attempts.Failed:
-		c := attempts.Change{To: attempts.Failed, FailureCode: attempts.FailureProviderNoRecord}
-		if o.charge == chargeDeclined {
-			c.ChargeID, c.FailureCode = ch.ID, "card_declined"
-		}
-		path = []attempts.Change{{To: attempts.Pending}, c}
-	}
-	require.NoError(t, db.WithTx(b.ctx, b.pool, func(tx pgx.Tx) error {
-		for _, c := range path {
-			c.ID, c.Source, c.Reason = id, attempts.SourceAPI, "test"
-			if _, applied, err := attempts.Transition(b.ctx, tx, c); err != nil || !applied {
-				require.True(t, applied, "transition to %s", c.To)
-				return err
-			}
-		}
-		a, err := attempts.Get(b.ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if a.Status.Final() {
-			_, err = payments.FinishKey(b.ctx, tx, res.Lock, a)
-		}
-		return err
-	}))
-	if !o.locked && !o.status.Final() {
-		_, err = idempotency.Release(b.ctx, b.pool, res.Lock)
-		require.NoError(t, err)
-	}
-	var next *int64
-	if o.nextCheck != nil {
-		ms := o.nextCheck.Milliseconds()
-		next = &ms
-	}
-	b.exec(`UPDATE payment_attempts
-		SET updated_at = now() - $2::bigint * interval '1 millisecond', check_count = $3, needs_review = $4,
-		    next_check_at = now() + $5::bigint * interval '1 millisecond'
-		WHERE id = $1`, id, o.age.Milliseconds(), o.checkCount, o.review, next)
-	return id
+	return testdb.Attempt(b.t, b.pool, o).ID
 }
 
 func (b *bundle) exec(sql string, args ...any) {
@@ -261,49 +175,15 @@ func requireAbout(t *testing.T, d time.Duration, jitter float64, got time.Durati
 	require.True(t, got >= lo && got <= hi, "got %s, want %s ±%.0f%%", got, d, jitter*100)
 }
 
-// simGet decodes a control-API answer of the simulator.
-func (b *bundle) simGet(path string, out any) {
-	b.t.Helper()
-	resp, err := http.Get(b.simURL + path)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	require.Equal(b.t, http.StatusOK, resp.StatusCode)
-	require.NoError(b.t, json.NewDecoder(resp.Body).Decode(out))
-}
-
-func (b *bundle) simStats() providersim.Stats {
-	var st providersim.Stats
-	b.simGet("/_sim/stats", &st)
-	return st
-}
-
 // simImport records charges at the simulator as given.
 func (b *bundle) simImport(charges []providersim.Charge) {
 	b.t.Helper()
 	body, err := json.Marshal(map[string]any{"data": charges})
 	require.NoError(b.t, err)
-	resp, err := http.Post(b.simURL+"/_sim/charges", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(b.sim.URL()+"/_sim/charges", "application/json", bytes.NewReader(body))
 	require.NoError(b.t, err)
 	defer resp.Body.Close()
 	require.Equal(b.t, http.StatusOK, resp.StatusCode)
-}
-
-func (b *bundle) simCharges() []providersim.Charge {
-	var out struct {
-		Data []providersim.Charge `json:"data"`
-	}
-	b.simGet("/_sim/charges", &out)
-	return out.Data
-}
-
-// closedURL is an http URL on which nothing listens.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return "http://" + addr
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,11 +1,12 @@
 // Package testdb gives each test its own freshly migrated PostgreSQL database,
 // cloned from a migrated template, so test packages run in parallel and
-// repeatedly against the real server without sharing state.
+// repeatedly against the real server without sharing state; and one seeding
+// fixture per table (fixtures.go, bulk.go). It imports the packages that own
+// the tables, so their own tests use it from an external test package.
 package testdb
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/acme/paymentsvc/db/migrations"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // AdminURL is the server the tests use: TEST_DATABASE_URL, or the local
@@ -62,7 +64,7 @@ func New(t testing.TB) *DB {
 	if err != nil {
 		t.Fatalf("testdb: template: %v", err)
 	}
-	name := "pt_" + randomHex(8)
+	name := testkit.RandomID("pt_")
 	admin, err := pgx.Connect(ctx, AdminURL())
 	if err != nil {
 		t.Fatalf("testdb: connect to %s: %v", db.Redact(AdminURL()), err)
@@ -87,7 +89,7 @@ func New(t testing.TB) *DB {
 // tests of "create the database if missing", and drops it when t ends.
 func NewEmpty(t testing.TB) string {
 	t.Helper()
-	name := "pt_" + randomHex(8)
+	name := testkit.RandomID("pt_")
 	t.Cleanup(func() { dropDatabase(name) })
 	return URLFor(name)
 }
@@ -178,10 +180,4 @@ func migrationsHash() string {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -8,12 +8,16 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 func TestSignatureOverHTTP(t *testing.T) {
@@ -48,21 +52,22 @@ func TestSignatureOverHTTP(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			b := b.with(t)
 			a, chargeID := b.attempt(attempts.Pending)
 			ev := newEvent(EventChargeSucceeded, a, chargeID)
-			body := ev.body(t)
+			body := encode(t, ev)
 			r := b.post(body, tc.header(body))
 			if tc.ok {
 				expectOK(t, r)
-				eq(t, b.webhookEvents(ev.ID), 1, "webhook rows")
-				eq(t, b.get(a.ID).Status, attempts.Succeeded, "status")
+				require.EqualValues(t, 1, b.webhookEvents(ev.ID), "webhook rows")
+				require.Equal(t, attempts.Succeeded, b.get(a.ID).Status, "status")
 				return
 			}
-			expectProblem(t, r, http.StatusUnauthorized, string(apperr.InvalidSignature))
-			eq(t, b.webhookEvents(ev.ID), 0, "webhook rows")
-			eq(t, b.get(a.ID).Status, attempts.Pending, "status")
-			eq(t, b.allAudits(a.ID), 2, "audit rows (CREATED, PENDING)")
-			eq(t, b.outbox(a.ID), 0, "outbox rows")
+			require.NoError(t, r.CheckProblem(http.StatusUnauthorized, string(apperr.InvalidSignature)))
+			require.EqualValues(t, 0, b.webhookEvents(ev.ID), "webhook rows")
+			require.Equal(t, attempts.Pending, b.get(a.ID).Status, "status")
+			require.EqualValues(t, 2, b.allAudits(a.ID), "audit rows (CREATED, PENDING)")
+			require.EqualValues(t, 0, b.outbox(a.ID), "outbox rows")
 		})
 	}
 }
@@ -81,12 +86,12 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 	}{
 		{"malformed JSON", `{"id":"evt_x","type":`, http.StatusBadRequest, string(apperr.InvalidRequest)},
 		{"not an object", `["evt_x"]`, http.StatusBadRequest, string(apperr.InvalidRequest)},
-		{"trailing garbage", string(valid.body(t)) + "x", http.StatusBadRequest, string(apperr.InvalidRequest)},
-		{"unknown type", strings.Replace(string(valid.body(t)), EventChargeSucceeded, "charge.disputed", 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
-		{"missing id", strings.Replace(string(valid.body(t)), `"id":"`+valid.ID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"trailing garbage", string(encode(t, valid)) + "x", http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"unknown type", strings.Replace(string(encode(t, valid)), EventChargeSucceeded, "charge.disputed", 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"missing id", strings.Replace(string(encode(t, valid)), `"id":"`+valid.ID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
 		{"missing charge", noCharge, http.StatusBadRequest, string(apperr.InvalidRequest)},
-		{"missing charge id", strings.Replace(string(valid.body(t)), `"id":"`+chargeID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
-		{"amount of the wrong type", strings.Replace(string(valid.body(t)), `"amount":500`, `"amount":"500"`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"missing charge id", strings.Replace(string(encode(t, valid)), `"id":"`+chargeID+`"`, `"id":""`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
+		{"amount of the wrong type", strings.Replace(string(encode(t, valid)), `"amount":500`, `"amount":"500"`, 1), http.StatusBadRequest, string(apperr.InvalidRequest)},
 		{"larger than 256 KiB", `{"id":"evt_big","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, string(apperr.PayloadTooLarge)},
 	}
 	// The group returns when its parallel subtests are done, so the checks
@@ -95,73 +100,68 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
+				b := b.with(t)
 				body := []byte(tc.body)
 				r := b.post(body, sign(testSecret, testNow.Unix(), body))
-				expectProblem(t, r, tc.status, tc.code)
+				require.NoError(t, r.CheckProblem(tc.status, tc.code))
 			})
 		}
 		t.Run("unsigned junk is refused before it is parsed", func(t *testing.T) {
 			t.Parallel()
-			expectProblem(t, b.post([]byte(`{`), ""), http.StatusUnauthorized, string(apperr.InvalidSignature))
+			b := b.with(t)
+			require.NoError(t, b.post([]byte(`{`), "").CheckProblem(http.StatusUnauthorized, string(apperr.InvalidSignature)))
 		})
 		t.Run("larger than 256 KiB without a Content-Length", func(t *testing.T) {
 			t.Parallel()
+			b := b.with(t)
 			big := []byte(`{"id":"evt_big","pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`)
 			// A reader of unknown length makes the client send the body chunked.
 			req, err := http.NewRequest(http.MethodPost, b.url, io.MultiReader(bytes.NewReader(big)))
-			noErr(t, err, "new request")
+			require.NoError(t, err, "new request")
 			req.Header.Set(HeaderSignature, sign(testSecret, testNow.Unix(), big))
-			resp, err := b.client.Do(req)
-			noErr(t, err, "POST")
+			resp, err := b.client.HTTP.Do(req)
+			require.NoError(t, err, "POST")
 			defer resp.Body.Close()
 			raw, err := io.ReadAll(resp.Body)
-			noErr(t, err, "read body")
-			eq(t, req.ContentLength, int64(0), "request content length (unknown)")
-			expectProblem(t, reply{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: raw},
-				http.StatusRequestEntityTooLarge, string(apperr.PayloadTooLarge))
+			require.NoError(t, err, "read body")
+			require.Equal(t, int64(0), req.ContentLength, "request content length (unknown)")
+			r := apiclient.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+			require.NoError(t, r.CheckProblem(http.StatusRequestEntityTooLarge, string(apperr.PayloadTooLarge)))
 		})
 		t.Run("GET", func(t *testing.T) {
 			t.Parallel()
+			b := b.with(t)
 			h := NewHandler(b.pool, "sim", []string{testSecret}, nil)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/webhooks/sim", nil))
-			eq(t, rec.Code, http.StatusMethodNotAllowed, "status")
-			eq(t, rec.Header().Get("Allow"), http.MethodPost, "Allow")
+			require.Equal(t, http.StatusMethodNotAllowed, rec.Code, "status")
+			require.Equal(t, http.MethodPost, rec.Header().Get("Allow"), "Allow")
 		})
 	})
-	eq(t, b.count(`SELECT count(*) FROM webhook_events`), 0, "webhook rows")
-	eq(t, b.get(a.ID).Status, attempts.Pending, "status")
-	eq(t, b.allAnomalies(), 0, "anomalies")
+	require.EqualValues(t, 0, b.count(`SELECT count(*) FROM webhook_events`), "webhook rows")
+	require.Equal(t, attempts.Pending, b.get(a.ID).Status, "status")
+	require.EqualValues(t, 0, b.allAnomalies(), "anomalies")
 }
 
 func TestSameEventConcurrentlyAppliedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a, chargeID := b.attempt(attempts.Pending)
-	body := newEvent(EventChargeSucceeded, a, chargeID).body(t)
+	body := encode(t, newEvent(EventChargeSucceeded, a, chargeID))
 	sig := sign(testSecret, testNow.Unix(), body)
 
 	const deliveries = 10
-	start := make(chan struct{})
-	replies := make([]reply, deliveries)
+	replies := make([]apiclient.Response, deliveries)
 	errs := make([]error, deliveries)
-	var wg sync.WaitGroup
+	testkit.Together(deliveries, func(i int) { replies[i], errs[i] = b.tryPost(body, sig) })
 	for i := range deliveries {
-		wg.Go(func() {
-			<-start
-			replies[i], errs[i] = b.tryPost(body, sig)
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i := range deliveries {
-		noErr(t, errs[i], "delivery "+strconv.Itoa(i))
+		require.NoError(t, errs[i], "delivery "+strconv.Itoa(i))
 		expectOK(t, replies[i])
 	}
-	eq(t, b.count(`SELECT count(*) FROM webhook_events`), 1, "webhook rows")
-	eq(t, b.audits(a.ID, attempts.Succeeded), 1, "SUCCEEDED audit rows")
-	eq(t, b.outbox(a.ID), 1, "outbox rows")
-	eq(t, b.count(`SELECT count(*) FROM webhook_events WHERE outcome = 'applied'`), 1, "applied events")
+	require.EqualValues(t, 1, b.count(`SELECT count(*) FROM webhook_events`), "webhook rows")
+	require.EqualValues(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows")
+	require.EqualValues(t, 1, b.outbox(a.ID), "outbox rows")
+	require.EqualValues(t, 1, b.count(`SELECT count(*) FROM webhook_events WHERE outcome = 'applied'`), "applied events")
 }
 
 func TestTransitions(t *testing.T) {
@@ -169,53 +169,57 @@ func TestTransitions(t *testing.T) {
 	b := setup(t)
 	t.Run("PENDING to SUCCEEDED", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		a, chargeID := b.attempt(attempts.Pending)
 		ev := newEvent(EventChargeSucceeded, a, chargeID)
 		expectOK(t, b.deliver(ev))
 		got := b.get(a.ID)
-		eq(t, got.Status, attempts.Succeeded, "status")
-		eq(t, deref(got.ProviderChargeID), chargeID, "charge id")
-		eq(t, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND to_status = 'SUCCEEDED' AND from_status = 'PENDING' AND source = 'webhook'`, a.ID), 1, "webhook audit rows")
-		eq(t, b.outbox(a.ID), 1, "outbox rows")
-		eq(t, b.outcome(ev.ID), outcomeApplied, "outcome")
-		eq(t, b.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1 AND attempt_id = $2 AND charge_id = $3 AND type = $4`, ev.ID, a.ID, chargeID, ev.Type), 1, "webhook row fields")
+		require.Equal(t, attempts.Succeeded, got.Status, "status")
+		require.Equal(t, chargeID, deref(got.ProviderChargeID), "charge id")
+		require.EqualValues(t, 1, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND to_status = 'SUCCEEDED' AND from_status = 'PENDING' AND source = 'webhook'`, a.ID), "webhook audit rows")
+		require.EqualValues(t, 1, b.outbox(a.ID), "outbox rows")
+		require.Equal(t, outcomeApplied, b.outcome(ev.ID), "outcome")
+		require.EqualValues(t, 1, b.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1 AND attempt_id = $2 AND charge_id = $3 AND type = $4`, ev.ID, a.ID, chargeID, ev.Type), "webhook row fields")
 
 		expectOK(t, b.deliver(ev)) // redelivery
-		eq(t, b.audits(a.ID, attempts.Succeeded), 1, "SUCCEEDED audit rows after redelivery")
-		eq(t, b.webhookEvents(ev.ID), 1, "webhook rows after redelivery")
+		require.EqualValues(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows after redelivery")
+		require.EqualValues(t, 1, b.webhookEvents(ev.ID), "webhook rows after redelivery")
 	})
 	t.Run("UNKNOWN to FAILED", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		a, chargeID := b.attempt(attempts.Unknown)
 		ev := newEvent(EventChargeFailed, a, chargeID)
 		ev.Data.Charge.FailureCode = "insufficient_funds"
 		expectOK(t, b.deliver(ev))
 		got := b.get(a.ID)
-		eq(t, got.Status, attempts.Failed, "status")
-		eq(t, deref(got.FailureCode), "insufficient_funds", "failure code")
-		eq(t, deref(got.ProviderChargeID), chargeID, "charge id")
-		eq(t, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND from_status = 'UNKNOWN' AND to_status = 'FAILED' AND source = 'webhook'`, a.ID), 1, "webhook audit rows")
-		eq(t, b.outbox(a.ID), 1, "outbox rows (PaymentFailed)")
-		eq(t, b.outcome(ev.ID), outcomeApplied, "outcome")
+		require.Equal(t, attempts.Failed, got.Status, "status")
+		require.Equal(t, "insufficient_funds", deref(got.FailureCode), "failure code")
+		require.Equal(t, chargeID, deref(got.ProviderChargeID), "charge id")
+		require.EqualValues(t, 1, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND from_status = 'UNKNOWN' AND to_status = 'FAILED' AND source = 'webhook'`, a.ID), "webhook audit rows")
+		require.EqualValues(t, 1, b.outbox(a.ID), "outbox rows (PaymentFailed)")
+		require.Equal(t, outcomeApplied, b.outcome(ev.ID), "outcome")
 	})
 	t.Run("PENDING to FAILED without a failure code", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		a, chargeID := b.attempt(attempts.Pending)
 		ev := newEvent(EventChargeFailed, a, chargeID)
 		ev.Data.Charge.FailureCode = ""
 		expectOK(t, b.deliver(ev))
 		got := b.get(a.ID)
-		eq(t, got.Status, attempts.Failed, "status")
-		eq(t, deref(got.FailureCode), defaultFailureCode, "failure code")
+		require.Equal(t, attempts.Failed, got.Status, "status")
+		require.Equal(t, defaultFailureCode, deref(got.FailureCode), "failure code")
 	})
 	t.Run("found by charge id without a reference", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		a, chargeID := b.attempt(attempts.Succeeded)
 		ev := newEvent(EventChargeRefunded, a, chargeID)
 		ev.Data.Charge.Reference, ev.Data.Charge.IdempotencyKey = "", ""
 		expectOK(t, b.deliver(ev))
-		eq(t, b.count(`SELECT count(*) FROM anomalies WHERE charge_id = $1`, chargeID), 0, "a refunded charge is no anomaly")
-		eq(t, b.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1 AND attempt_id = $2`, ev.ID, a.ID), 1, "webhook row names the attempt")
+		require.EqualValues(t, 0, b.count(`SELECT count(*) FROM anomalies WHERE charge_id = $1`, chargeID), "a refunded charge is no anomaly")
+		require.EqualValues(t, 1, b.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1 AND attempt_id = $2`, ev.ID, a.ID), "webhook row names the attempt")
 	})
 }
 
@@ -244,6 +248,7 @@ func TestReportsThatChangeNothing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			b := b.with(t)
 			a, own := b.attempt(tc.status)
 			audits := b.allAudits(a.ID)
 			chargeID := tc.charge(own)
@@ -252,20 +257,39 @@ func TestReportsThatChangeNothing(t *testing.T) {
 				expectOK(t, b.deliver(ev))
 			}
 			got := b.get(a.ID)
-			eq(t, got.Status, tc.status, "status")
-			eq(t, got.UpdatedAt, a.UpdatedAt, "updated_at")
-			eq(t, b.allAudits(a.ID), audits, "audit rows")
-			eq(t, b.outbox(a.ID), map[bool]int{true: 1, false: 0}[tc.status.Final()], "outbox rows (its final event)")
-			eq(t, b.outcome(ev.ID), tc.outcome, "outcome")
+			require.Equal(t, tc.status, got.Status, "status")
+			require.Equal(t, a.UpdatedAt, got.UpdatedAt, "updated_at")
+			require.Equal(t, audits, b.allAudits(a.ID), "audit rows")
+			require.Equal(t, map[bool]int{true: 1, false: 0}[tc.status.Final()], b.outbox(a.ID), "outbox rows (its final event)")
+			require.Equal(t, tc.outcome, b.outcome(ev.ID), "outcome")
 			want := 0
 			if tc.anomaly != "" {
 				want = 1
-				eq(t, b.anomalies(tc.anomaly, chargeID), 1, "%s anomalies", tc.anomaly)
-				eq(t, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1 AND source = 'webhook' AND dedupe_key = $2`, a.ID, "webhook:sim:"+ev.ID), 1, "anomaly fields")
+				require.EqualValues(t, 1, b.anomalies(tc.anomaly, chargeID), "%s anomalies", tc.anomaly)
+				require.EqualValues(t, 1, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1 AND source = 'webhook' AND dedupe_key = $2`, a.ID, "webhook:sim:"+ev.ID), "anomaly fields")
 			}
-			eq(t, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1`, a.ID), want, "anomalies of the attempt")
+			require.Equal(t, want, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1`, a.ID), "anomalies of the attempt")
 		})
 	}
+}
+
+// An event already recorded (by another pod, or before a crash that lost
+// the answer) is a duplicate: answered 200, not applied again, its row
+// kept as it was.
+func TestRecordedEventIsADuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, chargeID := b.attempt(attempts.Pending)
+	ev := newEvent(EventChargeSucceeded, a, chargeID)
+	testdb.WebhookEvent(t, b.pool, testdb.WebhookEventOpts{EventID: ev.ID, Type: ev.Type, ChargeID: chargeID, AttemptID: a.ID, Outcome: outcomeNoop})
+
+	expectOK(t, b.deliver(ev))
+	require.Equal(t, attempts.Pending, b.get(a.ID).Status, "the event is not applied again")
+	require.Equal(t, 2, b.allAudits(a.ID), "audit rows (CREATED, PENDING)")
+	require.Equal(t, 0, b.outbox(a.ID), "outbox rows")
+	require.Equal(t, 1, b.webhookEvents(ev.ID), "webhook rows")
+	require.Equal(t, outcomeNoop, b.outcome(ev.ID), "the recorded outcome is kept")
+	require.Equal(t, 0, b.allAnomalies(), "anomalies")
 }
 
 func TestUnknownCharge(t *testing.T) {
@@ -273,47 +297,82 @@ func TestUnknownCharge(t *testing.T) {
 	b := setup(t)
 	t.Run("no payment", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		ghost := attempts.Attempt{ID: attempts.NewID(), Amount: 700, Currency: "EUR", PaymentMethod: "pm_card_visa"}
-		ev := newEvent(EventChargeSucceeded, ghost, "ch_"+randomHex(8))
+		ev := newEvent(EventChargeSucceeded, ghost, testkit.RandomID("ch_"))
 		expectOK(t, b.deliver(ev))
-		eq(t, b.outcome(ev.ID), outcomeUnknownCharge, "outcome")
-		eq(t, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), 1, "unknown_charge anomalies")
+		require.Equal(t, outcomeUnknownCharge, b.outcome(ev.ID), "outcome")
+		require.EqualValues(t, 1, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), "unknown_charge anomalies")
 		expectOK(t, b.deliver(ev))
-		eq(t, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), 1, "unknown_charge anomalies after redelivery")
+		require.EqualValues(t, 1, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), "unknown_charge anomalies after redelivery")
 	})
 	t.Run("reference to a payment whose key it was not made with", func(t *testing.T) {
 		t.Parallel()
+		b := b.with(t)
 		a, _ := b.attempt(attempts.Pending)
-		ev := newEvent(EventChargeSucceeded, a, "ch_"+randomHex(8))
+		ev := newEvent(EventChargeSucceeded, a, testkit.RandomID("ch_"))
 		ev.Data.Charge.IdempotencyKey = "psvc_pay_someoneelse"
 		expectOK(t, b.deliver(ev))
-		eq(t, b.outcome(ev.ID), outcomeUnknownCharge, "outcome")
-		eq(t, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), 1, "unknown_charge anomalies")
-		eq(t, b.get(a.ID).Status, attempts.Pending, "status")
+		require.Equal(t, outcomeUnknownCharge, b.outcome(ev.ID), "outcome")
+		require.EqualValues(t, 1, b.anomalies(anomalyUnknownCharge, ev.Data.Charge.ID), "unknown_charge anomalies")
+		require.Equal(t, attempts.Pending, b.get(a.ID).Status, "status")
 	})
 }
 
+// TestDecideIsTotal states the verdict of every status × event type, for an
+// attempt that recorded no charge, the event's charge, or another charge:
+// only PENDING and UNKNOWN move, along an edge, to the reported status;
+// a report contradicting a final or never-sent attempt is a conflict.
 func TestDecideIsTotal(t *testing.T) {
 	t.Parallel()
-	// Every status × type has a verdict, and only PENDING/UNKNOWN ever move.
+	const (
+		ok, cf = verdictNoop, verdictConflict
+		mv     = verdictMove
+	)
+	type want struct {
+		kind verdictKind
+		to   attempts.Status // for mv
+	}
+	// By status, the verdicts on charge.succeeded, charge.failed and
+	// charge.refunded about the charge the attempt recorded (or none).
+	table := map[attempts.Status][3]want{
+		attempts.Created:   {{cf, ""}, {cf, ""}, {ok, ""}},
+		attempts.Pending:   {{mv, attempts.Succeeded}, {mv, attempts.Failed}, {ok, ""}},
+		attempts.Unknown:   {{mv, attempts.Succeeded}, {mv, attempts.Failed}, {ok, ""}},
+		attempts.Succeeded: {{ok, ""}, {cf, ""}, {ok, ""}},
+		attempts.Failed:    {{cf, ""}, {ok, ""}, {ok, ""}},
+	}
+	types := [3]string{EventChargeSucceeded, EventChargeFailed, EventChargeRefunded}
 	for _, st := range []attempts.Status{attempts.Created, attempts.Pending, attempts.Unknown, attempts.Succeeded, attempts.Failed} {
-		for _, typ := range []string{EventChargeSucceeded, EventChargeFailed, EventChargeRefunded} {
-			var ev event
-			ev.Type = typ
-			ev.Data.Charge = &provider.Charge{ID: "ch_1"}
-			v := decide(attempts.Attempt{Status: st}, ev)
-			if v.kind == verdictMove && !attempts.CanTransition(st, v.to) {
-				t.Fatalf("%s on %s moves along a missing edge to %s", typ, st, v.to)
-			}
-			if v.kind == verdictMove && st != attempts.Pending && st != attempts.Unknown {
-				t.Fatalf("%s on %s moves", typ, st)
+		for i, typ := range types {
+			for _, recorded := range []string{"", "ch_1", "ch_other"} {
+				var ev event
+				ev.ID, ev.Type = "evt_1", typ
+				ev.Data.Charge = &provider.Charge{ID: "ch_1"}
+				a := attempts.Attempt{Status: st}
+				w := table[st][i]
+				if recorded != "" {
+					a.ProviderChargeID = &recorded
+				}
+				if recorded == "ch_other" {
+					w = want{kind: cf} // another charge than the one recorded
+				}
+				v := decide(a, ev)
+				require.Equal(t, w.kind, v.kind, "%s on %s (recorded charge %q)", typ, st, recorded)
+				if w.kind == mv {
+					require.Equal(t, w.to, v.to, "%s on %s", typ, st)
+					require.True(t, attempts.CanTransition(st, v.to), "%s on %s moves along an edge", typ, st)
+				}
+				if w.kind == cf {
+					require.NotEmpty(t, v.reason, "%s on %s: an anomaly says why", typ, st)
+				}
 			}
 		}
 	}
 }
 
 func same(own string) string { return own }
-func other(string) string    { return "ch_" + randomHex(8) }
+func other(string) string    { return testkit.RandomID("ch_") }
 
 func deref(s *string) string {
 	if s == nil {

@@ -3,43 +3,52 @@ package webhook
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // TestRaceWithAPICompletion races the API's completing transaction (on
 // another pod, simulated here by calling attempts.Transition directly)
 // against the provider's charge.succeeded webhook for the same charge.
-// Whichever lands second must apply nothing: one SUCCEEDED audit row and one
-// outbox row per payment, every round.
+// Whichever lands second must apply nothing: each round makes exactly one
+// transition (one SUCCEEDED audit row, one outbox row). Over the rounds
+// both orders must occur, or the test proved nothing about one of them:
+// the rounds alternate a free race with a head start for either side, and
+// go on (up to maxRounds) until each side has won at least once.
 func TestRaceWithAPICompletion(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	const rounds = 50
+	const minRounds, maxRounds = 30, 300
 	wins := map[string]int{}
-	for round := range rounds {
+	round := 0
+	for ; round < maxRounds && (round < minRounds || wins["api"] == 0 || wins["webhook"] == 0); round++ {
 		a, chargeID := b.attempt(attempts.Pending)
 		ev := newEvent(EventChargeSucceeded, a, chargeID)
-		body := ev.body(t)
+		body := encode(t, ev)
 		sig := sign(testSecret, testNow.Unix(), body)
+		apiDelay, hookDelay := raceDelays(round)
 
-		start := make(chan struct{})
 		var (
-			wg         sync.WaitGroup
 			apiApplied bool
 			apiErr     error
-			hook       reply
+			hook       apiclient.Response
 			hookErr    error
 		)
-		wg.Go(func() {
-			<-start
-			jitter(3 * time.Millisecond) // the webhook has an HTTP hop to make up
+		testkit.Together(2, func(racer int) {
+			if racer == 1 {
+				time.Sleep(hookDelay) // the delays under test, not waits for a condition
+				hook, hookErr = b.tryPost(body, sig)
+				return
+			}
+			time.Sleep(apiDelay)
 			apiErr = db.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 				var err error
 				_, apiApplied, err = attempts.Transition(context.Background(), tx, attempts.Change{
@@ -49,37 +58,46 @@ func TestRaceWithAPICompletion(t *testing.T) {
 				return err
 			})
 		})
-		wg.Go(func() {
-			<-start
-			jitter(time.Millisecond)
-			hook, hookErr = b.tryPost(body, sig)
-		})
-		close(start)
-		wg.Wait()
 
-		noErr(t, apiErr, "API transaction")
-		noErr(t, hookErr, "webhook")
+		require.NoError(t, apiErr, "round %d: API transaction", round)
+		require.NoError(t, hookErr, "round %d: webhook", round)
 		expectOK(t, hook)
-		eq(t, b.audits(a.ID, attempts.Succeeded), 1, "round %d: SUCCEEDED audit rows", round)
-		eq(t, b.outbox(a.ID), 1, "round %d: outbox rows", round)
+		require.Equal(t, 1, b.audits(a.ID, attempts.Succeeded), "round %d: SUCCEEDED audit rows", round)
+		require.Equal(t, 3, b.allAudits(a.ID), "round %d: audit rows (CREATED, PENDING, SUCCEEDED)", round)
+		require.Equal(t, 1, b.outbox(a.ID), "round %d: outbox rows", round)
 		got := b.get(a.ID)
-		eq(t, got.Status, attempts.Succeeded, "round %d: status", round)
-		eq(t, deref(got.ProviderChargeID), chargeID, "round %d: charge id", round)
+		require.Equal(t, attempts.Succeeded, got.Status, "round %d: status", round)
+		require.Equal(t, chargeID, deref(got.ProviderChargeID), "round %d: charge id", round)
 		outcome := b.outcome(ev.ID)
 		webhookApplied := outcome == outcomeApplied
-		if apiApplied == webhookApplied {
-			t.Fatalf("round %d: api applied %v, webhook outcome %s: want exactly one to apply", round, apiApplied, outcome)
-		}
+		require.NotEqual(t, apiApplied, webhookApplied, "round %d: api applied %v, webhook outcome %s: want exactly one to apply", round, apiApplied, outcome)
+		winner := "webhook"
 		if !webhookApplied {
-			eq(t, outcome, outcomeNoop, "round %d: webhook outcome when the API won", round)
+			require.Equal(t, outcomeNoop, outcome, "round %d: webhook outcome when the API won", round)
+			winner = "api"
 		}
-		wins[map[bool]string{true: "webhook", false: "api"}[webhookApplied]]++
+		wins[winner]++
 	}
-	t.Logf("winners over %d rounds: %v", rounds, wins)
+	t.Logf("winners over %d rounds: %v", round, wins)
+	require.Positive(t, wins["api"], "the API's transaction never landed first in %d rounds", round)
+	require.Positive(t, wins["webhook"], "the webhook never landed first in %d rounds", round)
 }
 
-// jitter delays a racer by a random time below upTo, so that either may land first.
-func jitter(upTo time.Duration) { time.Sleep(rand.N(upTo)) }
+// raceDelays are how long each racer of a round waits after the start: a
+// free race (a few milliseconds of jitter each, the webhook having an HTTP
+// hop to make up) every third round, else a head start for one side that
+// grows with the rounds, so that a slow machine still sees both orders.
+func raceDelays(round int) (api, hook time.Duration) {
+	head := time.Duration(10+round) * time.Millisecond
+	switch round % 3 {
+	case 0:
+		return rand.N(3 * time.Millisecond), rand.N(time.Millisecond)
+	case 1:
+		return 0, head // the API first
+	default:
+		return head, 0 // the webhook first
+	}
+}
 
 // TestWebhookWhileAPICommitIsPending pins the interleaving the random race
 // may miss: the API has moved the attempt to SUCCEEDED but not committed
@@ -91,39 +109,41 @@ func TestWebhookWhileAPICommitIsPending(t *testing.T) {
 	ctx := context.Background()
 	a, chargeID := b.attempt(attempts.Pending)
 	ev := newEvent(EventChargeSucceeded, a, chargeID)
-	body := ev.body(t)
+	body := encode(t, ev)
 
 	tx, err := b.pool.Begin(ctx)
-	noErr(t, err, "begin API transaction")
+	require.NoError(t, err, "begin API transaction")
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, applied, err := attempts.Transition(ctx, tx, attempts.Change{
 		ID: a.ID, To: attempts.Succeeded, ChargeID: chargeID, Source: attempts.SourceAPI, Reason: "provider charged",
 	})
-	noErr(t, err, "API transition")
-	eq(t, applied, true, "API applied")
+	require.NoError(t, err, "API transition")
+	require.True(t, applied, "API applied")
 
-	done := make(chan reply, 1)
+	type result struct {
+		r   apiclient.Response
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
 		r, err := b.tryPost(body, sign(testSecret, testNow.Unix(), body))
-		if err != nil {
-			r = reply{status: -1, body: []byte(err.Error())}
-		}
-		done <- r
+		done <- result{r, err}
 	}()
-	// Wait, by polling with a deadline, until the webhook's transaction is
-	// blocked on the attempt's row lock.
-	deadline := time.Now().Add(10 * time.Second)
-	for b.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook never waited for the row lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	noErr(t, tx.Commit(ctx), "commit API transaction")
+	testkit.Eventually(t, 10*time.Second, "the webhook's transaction waits for the attempt's row lock", func() bool {
+		return b.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+	})
+	require.NoError(t, tx.Commit(ctx), "commit API transaction")
 
-	expectOK(t, <-done)
-	eq(t, b.outcome(ev.ID), outcomeNoop, "webhook outcome")
-	eq(t, b.audits(a.ID, attempts.Succeeded), 1, "SUCCEEDED audit rows")
-	eq(t, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND to_status = 'SUCCEEDED' AND source = 'api'`, a.ID), 1, "API audit rows")
-	eq(t, b.outbox(a.ID), 1, "outbox rows")
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the webhook got no answer within 30s of the API's commit")
+	}
+	require.NoError(t, res.err)
+	expectOK(t, res.r)
+	require.Equal(t, outcomeNoop, b.outcome(ev.ID), "webhook outcome")
+	require.Equal(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows")
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND to_status = 'SUCCEEDED' AND source = 'api'`, a.ID), "API audit rows")
+	require.Equal(t, 1, b.outbox(a.ID), "outbox rows")
 }

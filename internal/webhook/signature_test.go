@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
@@ -36,11 +38,11 @@ func TestParseSignatureHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ts, sigs, err := ParseSignatureHeader(tc.header)
-			noErr(t, err, "parse")
-			eq(t, ts, tc.ts, "t")
-			eq(t, len(sigs), len(tc.sigs), "number of v1")
+			require.NoError(t, err, "parse")
+			require.Equal(t, tc.ts, ts, "t")
+			require.Equal(t, len(tc.sigs), len(sigs), "number of v1")
 			for i, s := range sigs {
-				eq(t, hex.EncodeToString(s), tc.sigs[i], "v1 #%d", i)
+				require.Equal(t, tc.sigs[i], hex.EncodeToString(s), "v1 #%d", i)
 			}
 		})
 	}
@@ -72,15 +74,12 @@ func TestParseSignatureHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, _, err := ParseSignatureHeader(tc.header)
-			if !errors.Is(err, ErrMalformedSignature) {
-				t.Fatalf("ParseSignatureHeader(%q) = %v, want ErrMalformedSignature", tc.header, err)
-			}
+			require.ErrorIs(t, err, ErrMalformedSignature, "ParseSignatureHeader(%q)", tc.header)
 		})
 	}
 	for _, h := range []string{"", "  "} {
-		if _, _, err := ParseSignatureHeader(h); !errors.Is(err, ErrMissingSignature) {
-			t.Fatalf("ParseSignatureHeader(%q) = %v, want ErrMissingSignature", h, err)
-		}
+		_, _, err := ParseSignatureHeader(h)
+		require.ErrorIs(t, err, ErrMissingSignature, "ParseSignatureHeader(%q)", h)
 	}
 }
 
@@ -117,21 +116,17 @@ func TestVerify(t *testing.T) {
 			t.Parallel()
 			err := Verify(tc.header, body, tc.secrets, now, Tolerance)
 			if tc.want == nil {
-				noErr(t, err, "Verify")
+				require.NoError(t, err, "Verify")
 				return
 			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Verify = %v, want %v", err, tc.want)
-			}
+			require.ErrorIs(t, err, tc.want)
 		})
 	}
 	t.Run("tampered body", func(t *testing.T) {
 		t.Parallel()
 		h := sign(testSecret, ts, body)
 		tampered := bytes.Replace(body, []byte("evt_1"), []byte("evt_2"), 1)
-		if err := Verify(h, tampered, []string{testSecret}, now, Tolerance); !errors.Is(err, ErrSignatureMismatch) {
-			t.Fatalf("Verify = %v, want ErrSignatureMismatch", err)
-		}
+		require.ErrorIs(t, Verify(h, tampered, []string{testSecret}, now, Tolerance), ErrSignatureMismatch)
 	})
 }
 
@@ -143,30 +138,22 @@ func FuzzParseSignatureHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, h string) {
 		ts, sigs, err := ParseSignatureHeader(h)
 		if err != nil {
-			if !errors.Is(err, ErrMalformedSignature) && !errors.Is(err, ErrMissingSignature) {
-				t.Fatalf("error %v is neither malformed nor missing", err)
-			}
+			require.True(t, errors.Is(err, ErrMalformedSignature) || errors.Is(err, ErrMissingSignature),
+				"error %v is neither malformed nor missing", err)
 			return
 		}
-		if ts < 0 || len(sigs) == 0 {
-			t.Fatalf("accepted t=%d with %d signatures", ts, len(sigs))
-		}
+		require.GreaterOrEqual(t, ts, int64(0), "accepted t=%d", ts)
+		require.NotEmpty(t, sigs, "accepted no signature")
 		rebuilt := "t=" + strconv.FormatInt(ts, 10)
 		for _, s := range sigs {
-			if len(s) != signatureLen {
-				t.Fatalf("accepted a %d-byte signature", len(s))
-			}
+			require.Len(t, s, signatureLen, "accepted signature")
 			rebuilt += ",v1=" + hex.EncodeToString(s)
 		}
 		ts2, sigs2, err := ParseSignatureHeader(rebuilt)
-		noErr(t, err, "parse rebuilt header")
-		eq(t, ts2, ts, "t after rebuild")
-		eq(t, len(sigs2), len(sigs), "signatures after rebuild")
-		for i := range sigs {
-			if !bytes.Equal(sigs[i], sigs2[i]) {
-				t.Fatalf("signature %d changed on rebuild", i)
-			}
-		}
+		require.NoError(t, err, "parse rebuilt header")
+		require.Equal(t, ts, ts2, "t after rebuild")
+		require.Equal(t, len(sigs), len(sigs2), "signatures after rebuild")
+		require.Equal(t, sigs, sigs2, "signatures after rebuild")
 	})
 }
 
@@ -180,13 +167,15 @@ func TestSimulatorConformance(t *testing.T) {
 		Reference: "pay_x", IdempotencyKey: "psvc_pay_x", FailureCode: "card_declined",
 	}
 	body, err := json.Marshal(ev)
-	noErr(t, err, "encode")
+	require.NoError(t, err, "encode")
 	header := providersim.SignatureHeader(testSecret, testNow.Unix(), body)
-	noErr(t, Verify(header, body, []string{"whsec_old", testSecret}, testNow, Tolerance), "Verify")
+	require.NoError(t, Verify(header, body, []string{"whsec_old", testSecret}, testNow, Tolerance), "Verify")
 	got, err := parseEvent(body)
-	noErr(t, err, "parseEvent")
-	eq(t, *got.Data.Charge, provider.Charge{
+	require.NoError(t, err, "parseEvent")
+	require.Equal(t, provider.Charge{
 		ID: "ch_sim", Amount: 500, Currency: "USD", Status: "failed",
 		Reference: "pay_x", IdempotencyKey: "psvc_pay_x", FailureCode: "card_declined",
-	}, "charge")
+	}, *got.Data.Charge,
+
+		"charge")
 }
