@@ -194,8 +194,8 @@ func TestRunMinAgeZeroResolvesAJustStuckPayment(t *testing.T) {
 		ctx := t.Context()
 		_, err := db.Pool.Exec(ctx, `
 			INSERT INTO tenants (id, name, api_key_sha256) VALUES ('ten_1', 't', '\x01');
-			INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status)
-			VALUES ('pay_`+c.name+`', 'ten_1', 'o-1', 'k-1', 500, 'USD', 'pm_card_visa', 'UNKNOWN');
+			INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, status, provider)
+			VALUES ('pay_`+c.name+`', 'ten_1', 'o-1', 'k-1', 500, 'USD', 'pm_card_visa', 'UNKNOWN', 'sim');
 			INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
 			VALUES ('ten_1', 'k-1', '\x00', 'pay_`+c.name+`', now() + interval '1 day')`)
 		require.NoError(t, err)

@@ -77,7 +77,7 @@ func replyFor(a attempts.Attempt) (Reply, error) {
 // one that may have reached its provider stays there.
 func (k charges) candidates(sub subject) []string {
 	if sub.status != attempts.Created {
-		return []string{sub.provider}
+		return []string{k.s.pinned(sub)}
 	}
 	if route := sub.rec.(attempts.Attempt).Route; len(route) > 0 {
 		return route
@@ -94,7 +94,7 @@ func (charges) call(ctx context.Context, sub subject, p Provider) provider.Resul
 }
 
 func (k charges) lookup(ctx context.Context, sub subject) (found, error) {
-	p, err := k.s.Provider(sub.provider)
+	p, err := k.s.Provider(k.s.pinned(sub))
 	if err != nil {
 		return found{}, err
 	}

@@ -98,7 +98,7 @@ func TestConflictingReportOnFinalAttempt(t *testing.T) {
 		code   int
 		outbox int
 	}{
-		{"failed meanwhile", attempts.Change{To: attempts.Failed, FailureCode: "card_declined"}, http.StatusPaymentRequired, 0},
+		{"failed meanwhile", attempts.Change{To: attempts.Failed, FailureCode: "card_declined"}, http.StatusPaymentRequired, 1},
 		{"succeeded with another charge", attempts.Change{To: attempts.Succeeded, ChargeID: "ch_other"}, http.StatusCreated, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,9 +210,9 @@ func (b *bundle) requireUnavailable(err error, in payments.CreateInput, status a
 // charged; the answer is 503 provider_unavailable with the key released.
 // Open before the service's check, a new key is refused before PENDING:
 // the attempt stays CREATED. Open between the check and the call (the
-// check told it is closed), PENDING is committed and the call refused.
-// Either way the same key on a pod whose breaker is closed resumes the
-// attempt and pays once.
+// check told it is closed), PENDING is committed, the call refused, and the
+// attempt goes back to CREATED (not_sent). Either way the same key on a pod
+// whose breaker is closed resumes the attempt and pays once.
 func TestBreakerOpenSendsNothing(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -222,7 +222,7 @@ func TestBreakerOpenSendsNothing(t *testing.T) {
 		leftBehind []attempts.Status
 	}{
 		{"before the check", false, attempts.Created, []attempts.Status{attempts.Created}},
-		{"at the call", true, attempts.Pending, []attempts.Status{attempts.Created, attempts.Pending}},
+		{"at the call", true, attempts.Created, []attempts.Status{attempts.Created, attempts.Pending, attempts.Created}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -244,7 +244,7 @@ func TestBreakerOpenSendsNothing(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
 			require.Equal(t, a.ID, r.PaymentID, "the same key resumed the attempt")
-			require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(a.ID))
+			require.Equal(t, append(tc.leftBehind, attempts.Pending, attempts.Succeeded), b.history(a.ID))
 			require.Equal(t, providersim.Stats{ChargeCalls: calls + 1, Charges: 1}, b.sim.Stats(t))
 		})
 	}

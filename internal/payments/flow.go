@@ -127,8 +127,9 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 	if sub.status.Final() {
 		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: lifecycle.SourceAPI})
 	}
-	callCtx, cancel := context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
-	defer cancel()
+	// One retry budget for every call of the request, from the first one
+	// (waits for the database before it do not count).
+	var callCtx context.Context
 	for _, name := range k.candidates(sub) {
 		p, err := s.Provider(name)
 		if err != nil {
@@ -145,6 +146,11 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 				return s.current(ctx, k, sub.id)
 			}
 			return Reply{}, err
+		}
+		if callCtx == nil {
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
+			defer cancel()
 		}
 		r := k.call(callCtx, sub, p)
 		c := change{id: sub.id, source: lifecycle.SourceAPI}

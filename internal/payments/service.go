@@ -135,6 +135,17 @@ func (s *Service) ProviderNames() []string {
 	return out
 }
 
+// pinned is the provider a subject that may have reached one is at. One
+// that records none (written before providers were recorded) can only be
+// at the one provider of a single-provider setup; with several, "" (and
+// Provider refuses it).
+func (s *Service) pinned(sub subject) string {
+	if sub.provider == "" && len(s.order) == 1 {
+		return s.order[0].Name()
+	}
+	return sub.provider
+}
+
 // Provider returns the provider called name; an attempt at a provider that
 // is no longer configured cannot be driven or asked (an error).
 func (s *Service) Provider(name string) (Provider, error) {

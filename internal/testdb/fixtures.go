@@ -306,13 +306,14 @@ func Key(t testing.TB, pool *db.Pool, o KeyOpts) Seeded {
 // OutboxOpts describe an outbox row to seed.
 type OutboxOpts struct {
 	PaymentID string          // required: the attempt the event is about
+	SubjectID string          // what it is once about; default PaymentID
 	Type      string          // default attempts.EventPaymentSucceeded
 	Payload   json.RawMessage // default {"id": PaymentID}
 }
 
 // Outbox seeds an outbox row through outbox.Enqueue (which also notifies
-// the relays) and returns its event id. A SUCCEEDED attempt seeded with
-// Attempt has its PaymentSucceeded row already; this is for other events.
+// the relays) and returns its event id. A final attempt seeded with Attempt
+// has its PaymentSucceeded or PaymentFailed row already; this is for others.
 func Outbox(t testing.TB, q db.DBTX, o OutboxOpts) string {
 	t.Helper()
 	if o.Type == "" {
@@ -325,7 +326,10 @@ func Outbox(t testing.TB, q db.DBTX, o OutboxOpts) string {
 		}
 		o.Payload = b
 	}
-	id, err := outbox.Enqueue(seedContext(t), q, outbox.Event{Type: o.Type, PaymentID: o.PaymentID, Payload: o.Payload})
+	if o.SubjectID == "" {
+		o.SubjectID = o.PaymentID
+	}
+	id, err := outbox.Enqueue(seedContext(t), q, outbox.Event{Type: o.Type, SubjectID: o.SubjectID, PaymentID: o.PaymentID, Payload: o.Payload})
 	if err != nil {
 		t.Fatalf("testdb: seed outbox row: %v", err)
 	}

@@ -101,7 +101,7 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		}
 		return res, nil
 	}
-	if ok && found.ProviderName() != ev.provider {
+	if ok && found.Provider != nil && *found.Provider != ev.provider {
 		// The payment is not at this provider: whatever it says of it
 		// changes nothing.
 		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &found, "the payment is at provider "+found.ProviderName()))
