@@ -13,7 +13,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 	if c.BatchSize != 100 || c.PollInterval != time.Second || c.Stream != "PAYMENTS" ||
-		c.Subject != "payments.succeeded" || c.Source != "paymentsvc" || c.StreamSubjects[0] != "payments.>" {
+		c.Subject != "payments.succeeded" || c.Source != "paymentsvc" || c.StreamSubjects[0] != "payments.>" ||
+		c.StreamReplicas != 1 {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -32,6 +33,9 @@ func TestConfigValidate(t *testing.T) {
 		"wildcard subject":     {func(c *Config) { c.Subject = "payments.*" }, "literal"},
 		"subject not captured": {func(c *Config) { c.Subject = "orders.created" }, "do not match"},
 		"bad stream name":      {func(c *Config) { c.Stream = "PAY.MENTS" }, "Stream"},
+		"six replicas":         {func(c *Config) { c.StreamReplicas = 6 }, "StreamReplicas"},
+		"negative replicas":    {func(c *Config) { c.StreamReplicas = -1 }, "StreamReplicas"},
+		"retry past window":    {func(c *Config) { c.BackoffMax = MinDuplicateWindow }, "duplicate window"},
 	} {
 		c := Config{}
 		tc.mod(&c)

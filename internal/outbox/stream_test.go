@@ -24,7 +24,8 @@ func TestEnsureStream(t *testing.T) {
 		}
 	}
 	cfg := streamConfig(ctx, t, js, "PAYMENTS")
-	if !slices.Equal(cfg.Subjects, []string{"payments.>"}) || cfg.Storage != jetstream.FileStorage || cfg.Duplicates < 2*time.Minute {
+	if !slices.Equal(cfg.Subjects, []string{"payments.>"}) || cfg.Storage != jetstream.FileStorage ||
+		cfg.Duplicates != MinDuplicateWindow || cfg.Replicas != 1 {
 		t.Fatalf("created %+v", cfg)
 	}
 
@@ -42,15 +43,40 @@ func TestEnsureStream(t *testing.T) {
 		t.Errorf("after EnsureStream MaxAge %s, Duplicates %s; want 72h, %s", got.MaxAge, got.Duplicates, MinDuplicateWindow)
 	}
 
-	// A stream of that name on other subjects gets the relay's added.
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute}); err != nil {
+	// A stream of that name on other subjects gets the relay's added; a
+	// longer window is kept.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: 15 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureStream(ctx, js, "OTHER", []string{"mine.>"}, "mine.x"); err != nil {
+	if err := ensureStream(ctx, js, "OTHER", []string{"mine.>"}, "mine.x", 1); err != nil {
 		t.Fatalf("ensureStream: %v", err)
 	}
-	if got := streamConfig(ctx, t, js, "OTHER"); !slices.Equal(got.Subjects, []string{"other.>", "mine.>"}) || got.Duplicates != 5*time.Minute {
+	if got := streamConfig(ctx, t, js, "OTHER"); !slices.Equal(got.Subjects, []string{"other.>", "mine.>"}) || got.Duplicates != 15*time.Minute {
 		t.Errorf("OTHER after ensureStream: subjects %q, duplicates %s", got.Subjects, got.Duplicates)
+	}
+
+	// A window is widened only up to the stream's MaxAge, which JetStream
+	// requires it not to exceed.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SHORT", Subjects: []string{"short.>"}, MaxAge: 3 * time.Minute, Duplicates: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureStream(ctx, js, "SHORT", []string{"short.>"}, "short.x", 1); err != nil {
+		t.Fatalf("ensureStream: %v", err)
+	}
+	if got := streamConfig(ctx, t, js, "SHORT"); got.Duplicates != 3*time.Minute {
+		t.Errorf("SHORT after ensureStream: duplicates %s, want its MaxAge 3m", got.Duplicates)
+	}
+
+	// More replicas than a single server has are refused by the server; the
+	// relay asks for them only when creating the stream.
+	if err := ensureStream(ctx, js, "THREE", []string{"three.>"}, "three.x", 3); err == nil {
+		t.Error("a stream with 3 replicas was created on a single server")
+	}
+	if err := ensureStream(ctx, js, "PAYMENTS", []string{"payments.>"}, "payments.succeeded", 3); err != nil {
+		t.Errorf("ensureStream on the existing PAYMENTS with 3 replicas asked: %v", err)
+	}
+	if got := streamConfig(ctx, t, js, "PAYMENTS"); got.Replicas != 1 {
+		t.Errorf("existing PAYMENTS now has %d replicas; it must be left as it is", got.Replicas)
 	}
 }
 

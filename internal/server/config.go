@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
 )
 
@@ -17,6 +18,7 @@ type Config struct {
 	HTTPAddr        string
 	WebhookSecrets  []string
 	NATSURL         string
+	StreamReplicas  int
 	OutboxRelay     bool
 	AutoMigrate     bool
 	ShutdownTimeout time.Duration
@@ -29,7 +31,8 @@ func Flags(s *envflag.Set) func() Config {
 	shared := settings.Register(s, "PostgreSQL URL; the database is created if missing")
 	addr := s.String("HTTP_ADDR", "127.0.0.1:8080", "listen address")
 	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets")
-	natsURL := s.String("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server for the outbox relay")
+	natsURL := s.String("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server, or comma-separated servers of one cluster, for the outbox relay")
+	replicas := s.Int("OUTBOX_STREAM_REPLICAS", outbox.DefaultStreamReplicas, "replicas (1-5) of the PAYMENTS stream when the relay creates it; an existing stream is left as it is")
 	relay := s.Bool("OUTBOX_RELAY", true, "on: publish outbox events to JetStream; off: leave them in the table")
 	migrate := s.Bool("AUTO_MIGRATE", true, "run migrations at startup")
 	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long to drain in-flight requests on SIGTERM")
@@ -37,7 +40,7 @@ func Flags(s *envflag.Set) func() Config {
 	return func() Config {
 		return Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
-			NATSURL: *natsURL, OutboxRelay: *relay, AutoMigrate: *migrate,
+			NATSURL: *natsURL, StreamReplicas: *replicas, OutboxRelay: *relay, AutoMigrate: *migrate,
 			ShutdownTimeout: *shutdown, Failpoint: *fp,
 		}
 	}

@@ -32,6 +32,9 @@ func (c Config) Validate() error {
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
 	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > outbox.MaxStreamReplicas {
+		return fmt.Errorf("OUTBOX_STREAM_REPLICAS must be between 1 and %d, not %d", outbox.MaxStreamReplicas, c.StreamReplicas)
+	}
 	return nil
 }
 
@@ -98,7 +101,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopBG()
 	var wg sync.WaitGroup
 	if cfg.OutboxRelay {
-		relay, err := outbox.NewRelay(pool, outbox.Config{NATSURL: cfg.NATSURL, Logger: log})
+		relay, err := outbox.NewRelay(pool, outbox.Config{NATSURL: cfg.NATSURL, StreamReplicas: cfg.StreamReplicas, Logger: log})
 		if err != nil {
 			return err
 		}
