@@ -24,7 +24,9 @@ import (
 	"github.com/acme/paymentsvc/internal/reconcile"
 )
 
-// connectTimeout bounds reaching the database; the job exits 1 after it.
+// connectTimeout bounds reaching the database, retries included (a run
+// started during a database failover waits for the new primary); the job
+// exits 1 after it.
 const connectTimeout = 15 * time.Second
 
 func main() {
@@ -72,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	shared := s.shared()
-	pool, err := db.Open(cctx, shared.DatabaseURL)
+	pool, err := db.OpenRetry(cctx, shared.DatabaseURL, log)
 	cancel()
 	if err != nil {
 		log.Error("database unreachable", "database", db.Redact(shared.DatabaseURL), "err", err)
