@@ -59,10 +59,12 @@ func (h *harness) play(t *testing.T, sc scenario) string {
 	whole := time.Now()
 	// Back to normal by itself: payments keep being paid once the stack is whole.
 	tr.waitPaid(t, whole, 20, time.Minute)
-	h.paid = append(h.paid, tr.finish(t)...)
+	paid := tr.finish(t)
+	h.paid = append(h.paid, paid...)
 
 	o := tr.outage(faultAt)
-	t.Logf("%s: %s", sc.name, o)
+	commits := commitReport(paid, failedCommits(h.pods, faultAt))
+	t.Logf("%s: %s; %s", sc.name, o, commits)
 	checkAnswers(t, o)
 	require.Less(t, o.maxGap, maxOutage, "longest time without a 2xx answer")
 
@@ -72,8 +74,8 @@ func (h *harness) play(t *testing.T, sc scenario) string {
 	}
 	h.checkInvariants(t)
 	delay := h.eventDelay(t, faultAt)
-	return fmt.Sprintf("%-19s %s; stack whole %s after the fault; %s; events in the stream at most %s after their transaction began",
-		sc.name, o, whole.Sub(faultAt).Round(10*time.Millisecond), listening, delay.Round(10*time.Millisecond))
+	return fmt.Sprintf("%-19s %s; %s; stack whole %s after the fault; %s; events in the stream at most %s after their transaction began",
+		sc.name, o, commits, whole.Sub(faultAt).Round(10*time.Millisecond), listening, delay.Round(10*time.Millisecond))
 }
 
 // crashPrimary SIGKILLs the primary's pg_autoctl and Postgres tree, waits

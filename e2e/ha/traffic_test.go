@@ -3,10 +3,12 @@
 package ha
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,6 +35,11 @@ type payment struct {
 	chargeID   string
 	tries      int
 	doneAt     time.Time
+	// unseen: the 201 was a replay of a completion that no earlier try of
+	// this client was answered with, so a request that failed (or whose
+	// answer was lost) had committed it; failed lists those earlier tries.
+	unseen bool
+	failed []string
 }
 
 // answer is one try as the client saw it.
@@ -99,11 +106,20 @@ func (tr *traffic) worker(w int) {
 // backoff, or after Retry-After when the answer has one; anything else
 // is a failure of the test.
 func (tr *traffic) pay(w int, order, key string, amount int64) (payment, error) {
-	body := proctest.Visa(order, amount)
+	raw, err := json.Marshal(proctest.Visa(order, amount))
+	if err != nil {
+		return payment{}, err
+	}
 	deadline := time.Now().Add(payDeadline)
 	wait := 100 * time.Millisecond
+	var failed []string
+	answered := false // some earlier try got a 2xx
 	for try := 1; ; try++ {
-		r, err := tr.clients[(w+try)%len(tr.clients)].Pay(key, body)
+		// The request id names the key and the try, so a failure in a
+		// pod's log leads back to the payment.
+		r, err := tr.clients[(w+try)%len(tr.clients)].Do(http.MethodPost, "/v1/payments", raw, map[string]string{
+			"Idempotency-Key": key, "Content-Type": "application/json", "X-Request-Id": fmt.Sprintf("%s.%d", key, try),
+		})
 		a := answer{at: time.Now()}
 		switch {
 		case err != nil:
@@ -116,6 +132,9 @@ func (tr *traffic) pay(w int, order, key string, amount int64) (payment, error) 
 		tr.mu.Lock()
 		tr.answers = append(tr.answers, a)
 		tr.mu.Unlock()
+		if !a.ok {
+			failed = append(failed, a.kind)
+		}
 
 		if err == nil {
 			switch {
@@ -123,8 +142,12 @@ func (tr *traffic) pay(w int, order, key string, amount int64) (payment, error) 
 				if r.Str("status") != "SUCCEEDED" || r.Str("id") == "" {
 					return payment{}, fmt.Errorf("order %s: 201 with %s", order, r)
 				}
-				return payment{order: order, key: key, id: r.Str("id"), chargeID: r.Str("provider_charge_id"), tries: try, doneAt: a.at}, nil
+				return payment{
+					order: order, key: key, id: r.Str("id"), chargeID: r.Str("provider_charge_id"), tries: try, doneAt: a.at,
+					unseen: r.Replayed() && !answered && len(failed) > 0, failed: failed,
+				}, nil
 			case r.Status == 202, r.Status == 409 && r.Str("code") == "idempotency_key_in_use", r.Status >= 500:
+				answered = answered || r.Status == 202
 				if s, perr := strconv.Atoi(r.Header.Get("Retry-After")); perr == nil && s > 0 {
 					wait = min(time.Duration(s)*time.Second, lockTTL)
 				}
@@ -215,6 +238,44 @@ func (tr *traffic) finish(t *testing.T) []payment {
 		t.Fatalf("%s: a checkout failed: %v", tr.name, errors.Join(tr.errs...))
 	}
 	return slices.Clone(tr.paid)
+}
+
+// commitReport tells how many requests failed at COMMIT (keys, from the
+// pods' logs) and how many of those COMMITs turned out durable where that
+// can be seen: a completion whose 201 a later try got as a replay although
+// no try before had a 2xx answer.
+func commitReport(paid []payment, failed map[string]bool) string {
+	durable := 0
+	for _, p := range paid {
+		if p.unseen && failed[p.key] {
+			durable++
+		}
+	}
+	return fmt.Sprintf("%d requests failed at COMMIT, %d of them a completion that was durable", len(failed), durable)
+}
+
+// failedCommits lists, from the pods' logs, the keys of requests after
+// since that failed at COMMIT, by the request ids the checkouts sent.
+func failedCommits(pods []*proctest.Process, since time.Time) map[string]bool {
+	keys := map[string]bool{}
+	for _, p := range pods {
+		for _, line := range strings.Split(p.Logs(), "\n") {
+			var rec struct {
+				Time      time.Time `json:"time"`
+				Msg       string    `json:"msg"`
+				RequestID string    `json:"request_id"`
+				Err       string    `json:"err"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "request failed" || rec.Time.Before(since) ||
+				!strings.HasPrefix(rec.Err, "commit: ") {
+				continue
+			}
+			if i := strings.LastIndexByte(rec.RequestID, '.'); i > 0 {
+				keys[rec.RequestID[:i]] = true
+			}
+		}
+	}
+	return keys
 }
 
 // outage is what clients saw from a fault on.
