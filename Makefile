@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin
 TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-short demo generate sqlc-diff vet fmt-check bench clean
+.PHONY: all build run test test-ha test-short demo generate sqlc-diff vet fmt-check bench clean
 
 all: build
 
@@ -44,3 +44,10 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+## test-ha: the high-availability tests (build tag ha): a pg_auto_failover
+## formation and a 3-node JetStream cluster as real processes, one at a time.
+## Needs root, pg_autoctl (postgresql-15-auto-failover) and nats-server.
+TEST_HA_FLAGS ?= -count=1 -p 1 -timeout 15m -v
+test-ha:
+	$(GO) test -tags ha $(TEST_HA_FLAGS) ./e2e/ha/...

@@ -25,7 +25,9 @@ import (
 	"github.com/acme/paymentsvc/internal/reconcile"
 )
 
-// connectTimeout bounds reaching the database; the job exits 1 after it.
+// connectTimeout bounds reaching the database, retries included (a run
+// started during a database failover waits for the new primary); the job
+// exits 1 after it.
 const connectTimeout = 15 * time.Second
 
 func main() {
@@ -76,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 1
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	a, err := app.Open(cctx, shared, app.Options{}, log)
+	a, err := app.Open(cctx, shared, app.Options{WaitForPrimary: true}, log)
 	cancel()
 	if err != nil {
 		log.Error("database unreachable", "database", db.Redact(shared.DatabaseURL), "err", err)

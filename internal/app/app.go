@@ -24,6 +24,9 @@ type Options struct {
 	CreateDatabase bool
 	// Migrate applies pending migrations (under an advisory lock).
 	Migrate bool
+	// WaitForPrimary keeps trying, until ctx ends, while the database fails
+	// over (no host accepts writes yet): for a job started from cron.
+	WaitForPrimary bool
 }
 
 // App is the wired service.
@@ -70,7 +73,11 @@ func OpenDB(ctx context.Context, databaseURL string, opt Options, log *slog.Logg
 			return nil, err
 		}
 	}
-	pool, err := db.Open(ctx, databaseURL)
+	open := db.Open
+	if opt.WaitForPrimary {
+		open = func(ctx context.Context, url string) (*db.Pool, error) { return db.OpenRetry(ctx, url, log) }
+	}
+	pool, err := open(ctx, databaseURL)
 	if err != nil {
 		return nil, err
 	}

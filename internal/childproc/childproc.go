@@ -135,6 +135,16 @@ func (p *Proc) Addr() string {
 	return p.addr
 }
 
+// Pid is the process id of the current run (0 before the first start).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // URL is the process's base URL.
 func (p *Proc) URL() string { return "http://" + p.Addr() }
 

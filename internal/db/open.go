@@ -87,7 +87,7 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 	if err != nil && !isDuplicateDatabase(err) {
 		return fmt.Errorf("create database %q: %w", name, err)
 	}
-	return nil
+	return waitCreated(ctx, cfg)
 }
 
 func isDuplicateDatabase(err error) bool {

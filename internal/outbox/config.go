@@ -41,6 +41,10 @@ type Config struct {
 	PollInterval time.Duration
 	// Stream is the JetStream stream the relay creates if missing.
 	Stream string
+	// StreamReplicas is how many servers of a JetStream cluster keep a copy
+	// of Stream when the relay creates it (1 to MaxStreamReplicas); an
+	// existing stream keeps its own.
+	StreamReplicas int
 	// StreamSubjects are the subjects of Stream when the relay creates it;
 	// they must take every event's subject (SubjectPrefix + Subject(type)).
 	StreamSubjects []string
@@ -56,9 +60,10 @@ type Config struct {
 	BatchTimeout time.Duration
 	// BackoffMin and BackoffMax bound the jittered exponential backoff of a
 	// row whose publish failed and of the relay while NATS or Postgres fail.
-	// Keep BackoffMax well under the stream's duplicate window: a row whose
-	// PubAck was lost is sent again after its backoff, and only inside the
-	// window does JetStream drop the copy (consumers dedupe either way).
+	// Keep PublishTimeout + BackoffMax well under the stream's duplicate
+	// window (MinDuplicateWindow): a row whose PubAck was lost or late is
+	// sent again after its backoff, and only inside the window does
+	// JetStream drop the copy (consumers dedupe either way).
 	BackoffMin time.Duration
 	BackoffMax time.Duration
 	// Logger receives the relay's logs; nil discards them.
@@ -87,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Stream == "" {
 		c.Stream = DefaultStream
+	}
+	if c.StreamReplicas == 0 {
+		c.StreamReplicas = DefaultStreamReplicas
 	}
 	if len(c.StreamSubjects) == 0 {
 		c.StreamSubjects = []string{DefaultStreamSubjects}
@@ -126,6 +134,14 @@ func (c Config) validate() error {
 	}
 	if c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
 		errs = append(errs, fmt.Errorf("need 0 < BackoffMin (%s) <= BackoffMax (%s)", c.BackoffMin, c.BackoffMax))
+	}
+	if gap := c.PublishTimeout + c.BackoffMax; gap > MinDuplicateWindow/2 {
+		// A retry must land well inside the window of the try it repeats,
+		// or JetStream keeps both copies.
+		errs = append(errs, fmt.Errorf("PublishTimeout + BackoffMax (%s) must be at most half the duplicate window (%s)", gap, MinDuplicateWindow))
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > MaxStreamReplicas {
+		errs = append(errs, fmt.Errorf("StreamReplicas %d not in [1, %d]", c.StreamReplicas, MaxStreamReplicas))
 	}
 	for _, s := range c.StreamSubjects {
 		if !validSubject(s, true) {

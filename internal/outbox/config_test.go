@@ -17,6 +17,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, "", c.SubjectPrefix)
 	require.Equal(t, "paymentsvc", c.Source)
 	require.Equal(t, []string{"payments.>"}, c.StreamSubjects)
+	require.Equal(t, 1, c.StreamReplicas)
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -33,6 +34,9 @@ func TestConfigValidate(t *testing.T) {
 		"wildcard prefix":      {func(c *Config) { c.SubjectPrefix = "t.*." }, "literal"},
 		"subject not captured": {func(c *Config) { c.StreamSubjects = []string{"payments.succeeded"} }, "do not take"},
 		"bad stream name":      {func(c *Config) { c.Stream = "PAY.MENTS" }, "Stream"},
+		"six replicas":         {func(c *Config) { c.StreamReplicas = 6 }, "StreamReplicas"},
+		"negative replicas":    {func(c *Config) { c.StreamReplicas = -1 }, "StreamReplicas"},
+		"retry past window":    {func(c *Config) { c.BackoffMax = MinDuplicateWindow }, "duplicate window"},
 	} {
 		c := Config{}
 		tc.mod(&c)

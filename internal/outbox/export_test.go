@@ -30,3 +30,6 @@ type Envelope = envelope
 // EnsureStreamNamed is EnsureStream for a stream name, its subjects and the
 // subject the relay publishes to.
 var EnsureStreamNamed = ensureStream
+
+// ListenRetryMax caps the wait between LISTEN reconnects.
+const ListenRetryMax = listenRetryMax

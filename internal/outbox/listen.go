@@ -9,18 +9,34 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 )
 
+// listenRetryMax caps the wait between LISTEN reconnects. While the
+// connection is down every event waits for a poll, and a failed attempt
+// costs the database little, so the relay reconnects within seconds of the
+// database coming back, whatever the outage's length. The connection's
+// settings are the pool's: with several hosts and
+// target_session_attrs=read-write it finds the new primary after a failover.
+const listenRetryMax = 5 * time.Second
+
 // listen keeps a connection LISTENing on channel "outbox" and signals wake
 // on every notification, reconnecting with backoff until ctx ends. While it
-// is down the relay still polls, only later.
-func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+// is down the relay still polls, only later. Once it listens again after a
+// failure it signals up: the database is back, so the relay need not sit
+// out the rest of its own backoff.
+func (r *Relay) listen(ctx context.Context, wake, up chan<- struct{}) {
 	failures := 0
 	for {
-		err := r.listenOnce(ctx, wake, func() { failures = 0 })
+		err := r.listenOnce(ctx, wake, func() {
+			if failures > 0 {
+				r.log.Info("outbox LISTEN connection restored", "failures", failures)
+				signal(up)
+			}
+			failures = 0
+		})
 		if ctx.Err() != nil {
 			return
 		}
 		failures++
-		d := backoff(failures, r.cfg.BackoffMin, r.cfg.BackoffMax)
+		d := backoff(failures, r.cfg.BackoffMin, min(r.cfg.BackoffMax, listenRetryMax))
 		r.log.Warn("outbox LISTEN connection failed; polling only", "err", err, "retry_in", d)
 		if !sleep(ctx, d) {
 			return

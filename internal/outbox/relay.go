@@ -54,15 +54,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 
 	wake := make(chan struct{}, 1)
+	dbUp := make(chan struct{}, 1)
 	listenCtx, stopListening := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { r.listen(listenCtx, wake) })
+	wg.Go(func() { r.listen(listenCtx, wake, dbUp) })
 	defer wg.Wait()
 	defer stopListening()
 
 	r.log.Info("outbox relay running", "stream", r.cfg.Stream, "subject_prefix", r.cfg.SubjectPrefix,
 		"batch_size", r.cfg.BatchSize, "poll_interval", r.cfg.PollInterval)
-	l := &loop{r: r, nc: nc, js: js, wake: wake, connected: connected}
+	l := &loop{r: r, nc: nc, js: js, wake: wake, connected: connected, dbUp: dbUp}
 	for ctx.Err() == nil {
 		d, onNotify := l.once(ctx)
 		l.wait(ctx, d, onNotify)
@@ -119,6 +120,7 @@ type loop struct {
 	js          jetstream.JetStream
 	wake        <-chan struct{} // a NOTIFY arrived
 	connected   <-chan struct{} // NATS (re)connected
+	dbUp        <-chan struct{} // the LISTEN connection is back after a failure
 	streamReady bool
 	failures    int // consecutive iterations that published nothing because of errors
 	gaugesAt    time.Time
@@ -141,7 +143,7 @@ func (l *loop) once(ctx context.Context) (time.Duration, bool) {
 	}
 	if !l.streamReady {
 		sctx, cancel := context.WithTimeout(ctx, cfg.PublishTimeout)
-		err := ensureStream(sctx, l.js, cfg.Stream, cfg.StreamSubjects, cfg.subjects())
+		err := ensureStream(sctx, l.js, cfg.Stream, cfg.StreamSubjects, cfg.subjects(), cfg.StreamReplicas)
 		cancel()
 		if err != nil {
 			return l.fail("ensure stream", err)
@@ -187,6 +189,7 @@ func (l *loop) wait(ctx context.Context, d time.Duration, onNotify bool) {
 	case <-t.C:
 	case <-wake:
 	case <-l.connected:
+	case <-l.dbUp:
 	}
 }
 

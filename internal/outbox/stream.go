@@ -12,36 +12,58 @@ import (
 )
 
 // MinDuplicateWindow is the shortest JetStream duplicate window the relay
-// accepts: a republish after a crash between PubAck and marking happens
-// within one BatchTimeout plus a backoff, well inside it.
-const MinDuplicateWindow = 2 * time.Minute
+// accepts. JetStream drops a message whose Nats-Msg-Id it stored less than a
+// window ago, and the relay resends a row with the same id whenever it is
+// not sure the row was stored: after a crash between PubAck and marking, and
+// after a publish whose PubAck did not come in time (a stream leader that
+// died, a broker failing over), which may well have been stored. Successive
+// tries of a row are at most PublishTimeout + BackoffMax + PollInterval
+// apart (about 71 s with the defaults), so with 10 minutes every retry of a
+// stored message is dropped unless the broker stays unreachable for more
+// than about 8 minutes; after a longer outage consumers' dedupe by event id
+// (which they need anyway) is what catches the copy.
+const MinDuplicateWindow = 10 * time.Minute
+
+// Replica bounds of a stream the relay creates (JetStream allows 1 to 5).
+const (
+	DefaultStreamReplicas = 1
+	MaxStreamReplicas     = 5
+)
 
 // EnsureStream creates the stream PAYMENTS on payments.> if it is
 // missing; see ensureStream for what it does to an existing one.
 func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
-	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, Config{}.subjects())
+	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, Config{}.subjects(), DefaultStreamReplicas)
 }
 
-// ensureStream creates stream name on subjects (file storage, duplicate
-// window MinDuplicateWindow) if it is missing. An existing stream keeps the
-// configuration operators gave it (replicas, limits, …), which
-// CreateOrUpdateStream would reset on every pod start; it is only widened
-// where the relay depends on it: a subject that takes publish, and a
-// duplicate window of at least MinDuplicateWindow.
-func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, publish []string) error {
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:       name,
-		Subjects:   subjects,
-		Storage:    jetstream.FileStorage,
-		Duplicates: MinDuplicateWindow,
-	})
-	if err == nil {
-		return nil // created, or existed with exactly this configuration
-	}
-	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return fmt.Errorf("create stream %s: %w", name, err)
-	}
+// ensureStream creates stream name on subjects (file storage, replicas
+// copies, duplicate window MinDuplicateWindow) if it is missing. An existing
+// stream keeps the configuration operators gave it (replicas, limits, …),
+// which CreateOrUpdateStream would reset on every pod start; it is only
+// widened where the relay depends on it: a subject that takes publish, and a
+// duplicate window of at least MinDuplicateWindow (or the stream's MaxAge,
+// if shorter: JetStream refuses a window longer than that).
+func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, publish []string, replicas int) error {
+	// Looked up first: creating it again with other settings can fail for
+	// those settings (replicas a single server cannot have) rather than
+	// report that it exists.
 	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       name,
+			Subjects:   subjects,
+			Storage:    jetstream.FileStorage,
+			Duplicates: MinDuplicateWindow,
+			Replicas:   replicas,
+		})
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("create stream %s: %w", name, err)
+		}
+		s, err = js.Stream(ctx, name) // another relay created it meanwhile
+	}
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", name, err)
 	}
@@ -54,8 +76,12 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 			break
 		}
 	}
-	if cfg.Duplicates < MinDuplicateWindow {
-		cfg.Duplicates = MinDuplicateWindow
+	window := MinDuplicateWindow
+	if cfg.MaxAge > 0 && cfg.MaxAge < window {
+		window = cfg.MaxAge
+	}
+	if cfg.Duplicates < window {
+		cfg.Duplicates = window
 		changed = true
 	}
 	if !changed {

@@ -27,7 +27,8 @@ func TestEnsureStream(t *testing.T) {
 	cfg := streamConfig(ctx, t, js, "PAYMENTS")
 	require.Equal(t, []string{"payments.>"}, cfg.Subjects)
 	require.Equal(t, jetstream.FileStorage, cfg.Storage)
-	require.GreaterOrEqual(t, cfg.Duplicates, 2*time.Minute)
+	require.Equal(t, outbox.MinDuplicateWindow, cfg.Duplicates)
+	require.Equal(t, 1, cfg.Replicas)
 
 	// An operator's settings survive; only what the relay needs is widened.
 	cfg.MaxAge = 72 * time.Hour
@@ -39,13 +40,27 @@ func TestEnsureStream(t *testing.T) {
 	require.Equal(t, 72*time.Hour, got.MaxAge)
 	require.Equal(t, outbox.MinDuplicateWindow, got.Duplicates)
 
-	// A stream of that name on other subjects gets the relay's added.
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute})
+	// A stream of that name on other subjects gets the relay's added; a
+	// longer window is kept.
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: 15 * time.Minute})
 	require.NoError(t, err)
-	require.NoError(t, outbox.EnsureStreamNamed(ctx, js, "OTHER", []string{"mine.>"}, []string{"mine.x"}))
+	require.NoError(t, outbox.EnsureStreamNamed(ctx, js, "OTHER", []string{"mine.>"}, []string{"mine.x"}, 1))
 	got = streamConfig(ctx, t, js, "OTHER")
 	require.Equal(t, []string{"other.>", "mine.>"}, got.Subjects)
-	require.Equal(t, 5*time.Minute, got.Duplicates)
+	require.Equal(t, 15*time.Minute, got.Duplicates)
+
+	// A window is widened only up to the stream's MaxAge, which JetStream
+	// requires it not to exceed.
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "SHORT", Subjects: []string{"short.>"}, MaxAge: 3 * time.Minute, Duplicates: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, outbox.EnsureStreamNamed(ctx, js, "SHORT", []string{"short.>"}, []string{"short.x"}, 1))
+	require.Equal(t, 3*time.Minute, streamConfig(ctx, t, js, "SHORT").Duplicates, "SHORT's window, capped at its MaxAge")
+
+	// More replicas than a single server has are refused by the server; the
+	// relay asks for them only when creating the stream.
+	require.Error(t, outbox.EnsureStreamNamed(ctx, js, "THREE", []string{"three.>"}, []string{"three.x"}, 3), "3 replicas on a single server")
+	require.NoError(t, outbox.EnsureStreamNamed(ctx, js, "PAYMENTS", []string{"payments.>"}, []string{"payments.succeeded"}, 3))
+	require.Equal(t, 1, streamConfig(ctx, t, js, "PAYMENTS").Replicas, "an existing stream is left as it is")
 }
 
 func streamConfig(ctx context.Context, t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {

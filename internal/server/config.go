@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
 )
 
@@ -22,6 +23,7 @@ type Config struct {
 	// WEBHOOK_SECRETS_<NAME> if set, else WebhookSecrets.
 	ProviderWebhookSecrets map[string][]string
 	NATSURL                string
+	StreamReplicas         int
 	OutboxRelay            bool
 	AutoMigrate            bool
 	ShutdownTimeout        time.Duration
@@ -38,6 +40,7 @@ func Flags(s *envflag.Set) func() Config {
 	addr := s.String("HTTP_ADDR", "127.0.0.1:8080", "listen address")
 	secrets := s.Secret("WEBHOOK_SECRETS", "whsec_dev", "comma-separated accepted webhook signing secrets (of every provider without WEBHOOK_SECRETS_<NAME>)")
 	natsURL := s.URL("NATS_URL", "nats://127.0.0.1:4222", "NATS JetStream server(s) for the outbox relay, comma-separated")
+	replicas := s.Int("OUTBOX_STREAM_REPLICAS", outbox.DefaultStreamReplicas, "replicas (1-5) of the PAYMENTS stream when the relay creates it; an existing stream is left as it is")
 	relay := s.Bool("OUTBOX_RELAY", true, "on: publish outbox events to JetStream; off: leave them in the table")
 	migrate := s.Bool("AUTO_MIGRATE", true, "run migrations at startup")
 	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long in-flight requests get to finish on SIGTERM, after the drain delay; then they are cut off")
@@ -46,7 +49,7 @@ func Flags(s *envflag.Set) func() Config {
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
-			NATSURL: *natsURL, OutboxRelay: *relay, AutoMigrate: *migrate,
+			NATSURL: *natsURL, StreamReplicas: *replicas, OutboxRelay: *relay, AutoMigrate: *migrate,
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 			ProviderWebhookSecrets: map[string][]string{},
 		}

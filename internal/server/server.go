@@ -35,6 +35,9 @@ func (c Config) Validate() error {
 	if len(c.WebhookSecrets) == 0 {
 		return errors.New("WEBHOOK_SECRETS must name at least one secret")
 	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > outbox.MaxStreamReplicas {
+		return fmt.Errorf("OUTBOX_STREAM_REPLICAS must be between 1 and %d, not %d", outbox.MaxStreamReplicas, c.StreamReplicas)
+	}
 	if c.ShutdownTimeout < 0 || c.ShutdownDrainDelay < 0 {
 		return fmt.Errorf("SHUTDOWN_TIMEOUT (%s) and SHUTDOWN_DRAIN_DELAY (%s) must not be negative", c.ShutdownTimeout, c.ShutdownDrainDelay)
 	}
@@ -87,7 +90,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopBG()
 	var wg sync.WaitGroup
 	if cfg.OutboxRelay {
-		relay, err := outbox.NewRelay(pool, outbox.Config{NATSURL: cfg.NATSURL, Logger: log})
+		relay, err := outbox.NewRelay(pool, outbox.Config{NATSURL: cfg.NATSURL, StreamReplicas: cfg.StreamReplicas, Logger: log})
 		if err != nil {
 			return err
 		}
