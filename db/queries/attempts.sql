@@ -32,11 +32,13 @@ SELECT * FROM payment_attempts WHERE id = $1 FOR UPDATE;
 -- read, so two racing writers cannot both win; the caller writes the audit
 -- row in the same transaction when a row comes back.
 -- A transition to PENDING names the provider about to be called: it is
--- committed before the call (provider stays as it is otherwise).
+-- committed before the call. Back to CREATED (not_sent: nothing reached
+-- it), the payment is at no provider again. Otherwise it stays as it is.
 -- name: AttemptTransition :one
 UPDATE payment_attempts
 SET status             = sqlc.arg(to_status),
-    provider           = COALESCE(sqlc.narg(provider), provider),
+    provider           = CASE WHEN sqlc.arg(to_status) = 'CREATED' THEN NULL
+                              ELSE COALESCE(sqlc.narg(provider), provider) END,
     provider_charge_id = COALESCE(sqlc.narg(provider_charge_id), provider_charge_id),
     failure_code       = COALESCE(sqlc.narg(failure_code), failure_code),
     updated_at         = now()

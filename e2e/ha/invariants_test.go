@@ -18,14 +18,11 @@ import (
 )
 
 // allowedFailures are the answers a checkout may get while the database
-// fails over; it retries every one of them with the same key.
-//
-// TIGHTEN HERE once 503 database_unavailable lands: until then a database
-// outage may surface as 500 internal_error; afterwards only the 503 (and the
-// 409 of a key whose owner died with its connection) belong in this list.
+// fails over; it retries every one of them with the same key: the 503 of a
+// database that cannot be reached, and the 409 of a key whose owner lost its
+// connection (the lock expires after its TTL).
 var allowedFailures = []string{
 	"503 database_unavailable",
-	"500 internal_error",
 	"409 idempotency_key_in_use",
 	"timeout",
 	"transport",

@@ -71,6 +71,8 @@ func New(d Deps) http.Handler {
 		r.Post("/v1/payments/{id}/refunds", s.createRefund)
 		r.Get("/v1/payments/{id}/refunds", s.listRefunds)
 		r.Get("/v1/refunds/{id}", s.getRefund)
+		r.Put("/v1/routing", s.putRouting)
+		r.Get("/v1/routing", s.getRouting)
 	})
 	return r
 }

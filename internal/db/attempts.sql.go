@@ -642,7 +642,8 @@ func (q *Queries) AttemptTouch(ctx context.Context, db DBTX, id string) error {
 const attemptTransition = `-- name: AttemptTransition :one
 UPDATE payment_attempts
 SET status             = $1,
-    provider           = COALESCE($2, provider),
+    provider           = CASE WHEN $1 = 'CREATED' THEN NULL
+                              ELSE COALESCE($2, provider) END,
     provider_charge_id = COALESCE($3, provider_charge_id),
     failure_code       = COALESCE($4, failure_code),
     updated_at         = now()
@@ -663,7 +664,8 @@ type AttemptTransitionParams struct {
 // read, so two racing writers cannot both win; the caller writes the audit
 // row in the same transaction when a row comes back.
 // A transition to PENDING names the provider about to be called: it is
-// committed before the call (provider stays as it is otherwise).
+// committed before the call. Back to CREATED (not_sent: nothing reached
+// it), the payment is at no provider again. Otherwise it stays as it is.
 func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTransitionParams) (PaymentAttempt, error) {
 	row := db.QueryRow(ctx, attemptTransition,
 		arg.ToStatus,

@@ -1,0 +1,64 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/acme/paymentsvc/internal/routing"
+)
+
+// routingBody is the body of PUT and GET /v1/routing.
+type routingBody struct {
+	Rules []routing.Rule `json:"rules"`
+}
+
+// putRouting is PUT /v1/routing: it replaces the tenant's rules, validated
+// against the configured providers (400 and nothing changed otherwise). A
+// PUT is idempotent by itself: no Idempotency-Key.
+func (s *server) putRouting(w http.ResponseWriter, r *http.Request) {
+	raw, err := readJSONBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body struct {
+		Rules *[]routing.Rule `json:"rules"`
+	}
+	if err := decodeStrict(raw, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Rules == nil {
+		s.writeError(w, r, invalid("rules is required ({\"rules\":[]} clears them)"))
+		return
+	}
+	if err := routing.Validate(*body.Rules, s.Payments.ProviderNames()); err != nil {
+		s.writeError(w, r, invalid("%s", err.Error()))
+		return
+	}
+	t := tenantOf(r.Context())
+	if err := routing.Put(r.Context(), s.Pool, t.ID, *body.Rules); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRules(w, *body.Rules)
+}
+
+// getRouting is GET /v1/routing: the tenant's rules as stored.
+func (s *server) getRouting(w http.ResponseWriter, r *http.Request) {
+	rules, err := routing.Get(r.Context(), s.Pool, tenantOf(r.Context()).ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRules(w, rules)
+}
+
+func writeRules(w http.ResponseWriter, rules []routing.Rule) {
+	if rules == nil {
+		rules = []routing.Rule{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(routingBody{Rules: rules})
+}
