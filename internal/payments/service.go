@@ -85,7 +85,7 @@ func (c Config) keys() idempotency.Config {
 
 // Service runs payments.
 type Service struct {
-	pool     *db.Pool
+	pool      *db.Pool
 	providers map[string]Provider
 	order     []Provider // the default routing order
 	cfg       Config

@@ -18,12 +18,12 @@ var ErrProviderUnreachable = errors.New("provider unreachable")
 
 // Reconciler runs the reconciler's jobs against one database and provider.
 type Reconciler struct {
-	pool     *db.Pool
+	pool      *db.Pool
 	svc       *payments.Service
 	providers []payments.Provider // svc's, in their default order
 	timing    payments.Config     // svc's
-	cfg      Config
-	log      *slog.Logger
+	cfg       Config
+	log       *slog.Logger
 }
 
 // New returns a Reconciler that resolves attempts through svc, the same

@@ -227,7 +227,7 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 			return Summary{}, "provider circuit breaker open"
 		}
 		// Only its provider's breaker is open: it waits (the others go on).
-		log.Info(t.name+" provider's breaker open, checking later")
+		log.Info(t.name + " provider's breaker open, checking later")
 		if err := t.release(context.WithoutCancel(ctx), r.pool, []string{c.ID}, r.cfg.jitter(r.timing.BreakerCooldown)); err != nil {
 			log.Error("hand back "+t.name, "err", err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/acme/paymentsvc/internal/refunds"
 )
 
-
 // Outcomes, stored in webhook_events.outcome (all but duplicate) and counted
 // in metrics.WebhookOutcomes.
 const (
