@@ -274,14 +274,6 @@ func decodeError(err error) error {
 	return invalid("request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
-func requireQuery(r *http.Request, name string) (string, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return "", invalid("query parameter %s is required", name)
-	}
-	return v, nil
-}
-
 // refundRequest is the body of POST /v1/payments/{id}/refunds.
 type refundRequest struct {
 	Amount   json.RawMessage   `json:"amount"`
