@@ -37,17 +37,25 @@ var jsonCT = map[string]string{"Content-Type": "application/json"}
 // document cannot drift from the code. Requests the service must refuse are
 // sent marked, and the document must refuse them too. Every documented
 // response but the 500s must be seen.
+//
+// The pod has one provider, the default "sim" (its webhooks arrive at
+// /v1/webhooks/sim, one path of /v1/webhooks/{provider}), whose webhook
+// secret is its own (WEBHOOK_SECRETS_SIM), not WEBHOOK_SECRETS.
 func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	t.Parallel()
 	v := newSpecValidator(t, nil)
 	hooks := newSpecValidator(t, nil) // the simulator's deliveries
+	simSecret := testkit.RandomID("whsec_sim_")
 	s := setupOps(t, opsOptions{
 		podEnv: []string{
 			// A slow charge (5s, see in_use) fits one call; two failed calls
 			// open the breaker, which stays open 2s.
 			"PROVIDER_CALL_TIMEOUT=10s", "PROVIDER_RETRY_BUDGET=5s", "IDEMPOTENCY_LOCK_TTL=30s",
 			"PROVIDER_BREAKER_FAILURES=2", "PROVIDER_BREAKER_COOLDOWN=2s",
+			// The provider's own secret replaces WEBHOOK_SECRETS for it.
+			"WEBHOOK_SECRETS=whsec_of_no_provider", "WEBHOOK_SECRETS_SIM=" + simSecret,
 		},
+		secret:        simSecret,
 		webhooks:      true,
 		hookTransport: hooks,
 		transport:     v.wrap,
@@ -185,6 +193,62 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	opsProblem(t, get(c, "/v1/payments?starting_after="+theirs.Str("id"), nil), 400, "invalid_request")
 	require.Equal(t, []string{theirs.Str("id")}, listIDs(get(otherClient, "/v1/payments", nil)))
 
+	// Routing rules: stored and answered as stored, cleared, refused (and
+	// nothing changed) for an unknown provider, an empty or repeating
+	// provider list, a rule after the catch-all, a repeated or bad
+	// currency, more than 50 rules, a missing or unknown field; 401, 413
+	// and 415 as elsewhere. The document refuses what it can express.
+	putRouting := func(cl *proctest.Client, body string, h map[string]string) apiclient.Response {
+		t.Helper()
+		headers := map[string]string{"Content-Type": "application/json"}
+		for k, val := range h {
+			headers[k] = val
+		}
+		return opsOK(t)(cl.Do(http.MethodPut, "/v1/routing", []byte(body), headers))
+	}
+	require.JSONEq(t, `{"rules":[]}`, string(get(c, "/v1/routing", nil).Raw))
+	rules := `{"rules":[{"currency":"EUR","providers":["sim"]},{"providers":["sim"]}]}`
+	stored := putRouting(c, rules, nil)
+	require.Equal(t, 200, stored.Status, "%s", stored)
+	require.JSONEq(t, rules, string(stored.Raw))
+	gotRules := get(c, "/v1/routing", nil)
+	require.Equal(t, 200, gotRules.Status, "%s", gotRules)
+	require.JSONEq(t, rules, string(gotRules.Raw))
+	eur := pay("oa-eur", `{"order_id":"o-eur","amount":250,"currency":"EUR","payment_method":"pm_card_visa"}`, nil)
+	require.Equal(t, 201, eur.Status, "%s", eur)
+	require.Equal(t, "sim", eur.Str("provider"), "the EUR rule")
+	for _, bad := range []struct {
+		body     string
+		expected bool // the document can tell it is invalid
+	}{
+		{`{"rules":[{"providers":["sim_b"]}]}`, false},
+		{`{"rules":[{"providers":["sim"]},{"currency":"EUR","providers":["sim"]}]}`, false},
+		{`{"rules":[{"currency":"EUR","providers":["sim"]},{"currency":"EUR","providers":["sim"]}]}`, false},
+		{`{"rules":[{"currency":"EUR","providers":[]}]}`, true},
+		{`{"rules":[{"providers":["sim","sim"]}]}`, true},
+		{`{"rules":[{"currency":"eur","providers":["sim"]}]}`, true},
+		{`{"rules":[{"currency":"EUR","providers":["sim"],"weight":2}]}`, true},
+		{`{"rules":[],"default":"sim"}`, true},
+		{`{}`, true},
+		{`{"rules":`, true},
+		{tooManyRules(), true},
+	} {
+		var h map[string]string
+		if bad.expected {
+			h = rejected(nil)
+		}
+		opsProblem(t, putRouting(c, bad.body, h), 400, "invalid_request")
+	}
+	require.JSONEq(t, rules, string(get(c, "/v1/routing", nil).Raw), "refused rules changed nothing")
+	opsProblem(t, putRouting(c, `{"rules":[],"pad":"`+strings.Repeat("x", 70<<10)+`"}`, rejected(expectContinue)), 413, "payload_too_large")
+	opsProblem(t, putRouting(c, rules, rejected(map[string]string{"Content-Type": "text/plain"})), 415, "unsupported_media_type")
+	opsProblem(t, putRouting(anon, rules, rejected(nil)), 401, "unauthorized")
+	opsProblem(t, get(anon, "/v1/routing", rejected(nil)), 401, "unauthorized")
+	cleared := putRouting(c, `{"rules":[]}`, nil)
+	require.Equal(t, 200, cleared.Status, "%s", cleared)
+	require.JSONEq(t, `{"rules":[]}`, string(cleared.Raw))
+	require.JSONEq(t, `{"rules":[]}`, string(get(c, "/v1/routing", nil).Raw))
+
 	// 409 in use: a second request with the key of a slow one in flight.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: 5000})
 	calls := s.sim.Stats(t).ChargeCalls
@@ -232,6 +296,14 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	})
 	require.NoError(t, unavailable.CheckProblem(503, "provider_unavailable"))
 	requireRetryAfter(t, unavailable)
+	// Nothing was sent anywhere: the payment is CREATED with no provider.
+	k := "oa-6-" + strconv.Itoa(n)
+	notSent := get(c, "/v1/payments?order_id="+k, nil)
+	require.Equal(t, 200, notSent.Status, "%s", notSent)
+	require.Len(t, notSent.JSON["data"], 1)
+	created := notSent.JSON["data"].([]any)[0].(map[string]any)
+	require.Equal(t, "CREATED", created["status"])
+	require.Nil(t, created["provider"], "no provider chosen: %v", created)
 	// The provider recovers; the UNKNOWN payment's retry resumes it.
 	s.sim.ClearFaults(t)
 	var resumed apiclient.Response
@@ -408,6 +480,12 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 200, s.postWebhook(t, s.secret, event, nil).Status, "a duplicate is answered 200")
 	require.NoError(t, s.postWebhook(t, "", event, rejected(nil)).CheckProblem(401, "invalid_signature"))
 	require.NoError(t, s.postWebhook(t, "whsec_wrong", event, nil).CheckProblem(401, "invalid_signature"))
+	require.NoError(t, s.postWebhook(t, "whsec_of_no_provider", event, nil).CheckProblem(401, "invalid_signature"),
+		"WEBHOOK_SECRETS_SIM replaces WEBHOOK_SECRETS for sim")
+	elsewhere := s.anon.MustDo(t, http.MethodPost, "/v1/webhooks/sim_b", event, map[string]string{
+		"Content-Type": "application/json", "Sim-Signature": providersim.SignatureHeader(s.secret, time.Now().Unix(), event),
+	})
+	require.NoError(t, elsewhere.CheckProblem(404, "not_found"), "no provider sim_b is configured")
 	require.NoError(t, s.postWebhook(t, s.secret, []byte(`{"id":`), rejected(nil)).CheckProblem(400, "invalid_request"))
 	require.NoError(t, s.postWebhook(t, s.secret, opsEvent("evt_oa_2", "charge.exploded", orphan), rejected(nil)).CheckProblem(400, "invalid_request"))
 	padded, err := json.Marshal(map[string]any{"id": "evt_oa_3", "type": providersim.EventChargeSucceeded, "data": map[string]any{"charge": orphan}, "padding": strings.Repeat("x", 300<<10)})
@@ -417,14 +495,25 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	testkit.Eventually(t, time.Minute, "the simulator's webhooks are delivered", func() bool {
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
-		return hooks.seen["POST /v1/webhooks/sim 200"] >= 3
+		return hooks.seen["POST /v1/webhooks/{provider} 200"] >= 3
 	})
 
 	// The database's 503s are exercised, and validated against the
-	// document, by e2e/database_outage_test.go. The refund reads answer
-	// theirs from the same place (authentication reads the database first,
-	// for every /v1/ route).
+	// document, by e2e/database_outage_test.go. The refund reads and the
+	// routing rules answer theirs from the same place (authentication reads
+	// the database first, for every /v1/ route).
 	v.requireCovered(t, "* * 500", "GET /readyz 503",
-		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/sim 503",
-		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503")
+		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/{provider} 503",
+		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503",
+		"GET /v1/routing 503", "PUT /v1/routing 503")
+}
+
+// tooManyRules is a PUT /v1/routing body of 51 rules, one more than allowed.
+func tooManyRules() string {
+	rules := make([]string, 0, 51)
+	for i := range 51 {
+		currency := string(rune('A'+i/26)) + string(rune('A'+i%26)) + "X"
+		rules = append(rules, `{"currency":"`+currency+`","providers":["sim"]}`)
+	}
+	return `{"rules":[` + strings.Join(rules, ",") + `]}`
 }
