@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
@@ -25,6 +27,7 @@ type answer struct {
 	Pod        string `json:"pod"`
 	OrderID    string `json:"order_id,omitempty"`
 	Status     string `json:"status,omitempty"`
+	Provider   string `json:"provider,omitempty"`
 	Charge     string `json:"charge,omitempty"`
 	Replayed   *bool  `json:"replayed,omitempty"`
 	Code       string `json:"code,omitempty"`
@@ -71,16 +74,19 @@ func (c *client) pay(ctx context.Context, p pod, key string, body apiclient.Paym
 	if r.Status < 300 || r.Status == http.StatusPaymentRequired {
 		replayed := r.Replayed()
 		a.OrderID, a.Status, a.PaymentID, a.Charge, a.Replayed = r.Str("order_id"), r.Str("status"), r.Str("id"), r.Str("provider_charge_id"), &replayed
+		a.Provider = r.Str("provider")
 	} else {
 		a.Code = r.Str("code")
 	}
 	return a, nil
 }
 
-// listedPayment is a payment as GET /v1/payments?order_id= lists it.
+// listedPayment is a payment as GET /v1/payments lists it.
 type listedPayment struct {
 	ID       string  `json:"id"`
+	OrderID  string  `json:"order_id"`
 	Status   string  `json:"status"`
+	Provider *string `json:"provider"`
 	ChargeID *string `json:"provider_charge_id"`
 }
 
@@ -98,6 +104,99 @@ func (c *client) paymentsOf(ctx context.Context, p pod, order string) ([]listedP
 	}
 	err = json.Unmarshal(r.Raw, &out)
 	return out.Data, err
+}
+
+// allPayments lists every payment of the tenant through p (the demo makes
+// fewer than a page of 100), oldest first.
+func (c *client) allPayments(ctx context.Context, p pod) ([]listedPayment, error) {
+	r, err := c.of(p).GetContext(ctx, "/v1/payments?limit=100")
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != http.StatusOK {
+		return nil, fmt.Errorf("list payments: %s", r)
+	}
+	var out struct {
+		Data    []listedPayment `json:"data"`
+		HasMore bool            `json:"has_more"`
+	}
+	if err := json.Unmarshal(r.Raw, &out); err != nil {
+		return nil, err
+	}
+	if out.HasMore {
+		return nil, errors.New("list payments: more than 100")
+	}
+	slices.Reverse(out.Data)
+	return out.Data, nil
+}
+
+// refundAnswer is one answer to a refund request, reduced to what the demo
+// prints.
+type refundAnswer struct {
+	Pod            string `json:"pod"`
+	RefundID       string `json:"refund_id,omitempty"`
+	Status         string `json:"status,omitempty"`
+	Amount         int64  `json:"amount,omitempty"`
+	ProviderRefund string `json:"provider_refund_id,omitempty"`
+	Replayed       *bool  `json:"replayed,omitempty"`
+	Code           string `json:"code,omitempty"`
+	RetryAfter     int    `json:"retry_after,omitempty"`
+	HTTPStatus     int    `json:"-"`
+}
+
+func (a refundAnswer) String() string {
+	b, _ := json.Marshal(a)
+	return fmt.Sprintf("%d %s", a.HTTPStatus, b)
+}
+
+// refund posts a refund of amount of payment paymentID to p with the
+// idempotency key.
+func (c *client) refund(ctx context.Context, p pod, paymentID, key string, amount int64) (refundAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, patient)
+	defer cancel()
+	body := fmt.Sprintf(`{"amount":%d,"reason":"requested_by_customer"}`, amount)
+	r, err := c.of(p).DoContext(ctx, http.MethodPost, "/v1/payments/"+url.PathEscape(paymentID)+"/refunds", []byte(body),
+		map[string]string{"Idempotency-Key": key, "Content-Type": "application/json"})
+	if err != nil {
+		return refundAnswer{}, err
+	}
+	if r.JSON == nil {
+		return refundAnswer{}, fmt.Errorf("%d answer is not a JSON object: %s", r.Status, r.Raw)
+	}
+	a := refundAnswer{Pod: p.name, HTTPStatus: r.Status, RetryAfter: r.RetryAfter()}
+	if r.Status < 300 || r.Status == http.StatusPaymentRequired {
+		replayed := r.Replayed()
+		amount, _ := r.JSON["amount"].(float64)
+		a.RefundID, a.Status, a.Amount, a.ProviderRefund, a.Replayed = r.Str("id"), r.Str("status"), int64(amount), r.Str("provider_refund_id"), &replayed
+	} else {
+		a.Code = r.Str("code")
+	}
+	return a, nil
+}
+
+// get reads path through p and decodes the JSON object it answers.
+func (c *client) get(ctx context.Context, p pod, path string) (apiclient.Response, error) {
+	r, err := c.of(p).GetContext(ctx, path)
+	if err != nil {
+		return r, err
+	}
+	if r.Status != http.StatusOK || r.JSON == nil {
+		return r, fmt.Errorf("GET %s: %s", path, r)
+	}
+	return r, nil
+}
+
+// putRouting replaces the tenant's routing rules through p and returns the
+// answer's body.
+func (c *client) putRouting(ctx context.Context, p pod, rules string) (string, error) {
+	r, err := c.of(p).DoContext(ctx, http.MethodPut, "/v1/routing", []byte(rules), map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		return "", err
+	}
+	if r.Status != http.StatusOK {
+		return "", fmt.Errorf("PUT /v1/routing: %s", r)
+	}
+	return strings.TrimSpace(string(r.Raw)), nil
 }
 
 // shortError is the innermost cause of a transport error ("EOF",
@@ -126,6 +225,14 @@ func (s simulator) control() apiclient.Sim { return apiclient.Sim{URL: s.URL()} 
 
 func (s simulator) setFaults(ctx context.Context, latencyMS int) error {
 	return s.control().SetFaults(ctx, providersim.Faults{LatencyMS: latencyMS})
+}
+
+func (s simulator) setFaultSet(ctx context.Context, f providersim.Faults) error {
+	return s.control().SetFaults(ctx, f)
+}
+
+func (s simulator) stats(ctx context.Context) (providersim.Stats, error) {
+	return s.control().Stats(ctx)
 }
 
 func (s simulator) clearFaults(ctx context.Context) error { return s.control().ClearFaults(ctx) }

@@ -30,17 +30,30 @@ type Config struct {
 // scenario 1's 800ms latency, so the service waits for the slow provider
 // rather than retrying, and the lock TTL (4s) is a little over the shortest
 // the service accepts with it (call timeout + retry budget = 3s), so
-// scenario 4's retry after the lock expires comes within seconds.
+// scenario 4's retry after the lock expires comes within seconds. The
+// breaker tolerates the few failed tries of scenarios 5 and 6 (a lost answer
+// is tried up to 5 times within the budget, on one pod), so that every
+// payment of scenario 6 shows its hop from sim_a to sim_b rather than
+// skipping sim_a.
 var podTimings = []string{
 	"IDEMPOTENCY_LOCK_TTL=4s",
 	"PROVIDER_CALL_TIMEOUT=2s",
 	"PROVIDER_RETRY_BUDGET=1s",
+	"PROVIDER_BREAKER_FAILURES=20",
+	"PROVIDER_BREAKER_COOLDOWN=2s",
 	"OUTBOX_RELAY=off",
 	"SHUTDOWN_DRAIN_DELAY=0s", // no load balancer to wait for when a pod stops
 }
 
-// Demo runs providersim and two paymentsvc pods on a fresh database and
-// plays the seed notes' four scenarios against them, printing an account.
+// The providers' names, in the pods' default routing order.
+const (
+	providerA = "sim_a"
+	providerB = "sim_b"
+)
+
+// Demo runs two providersims (providers sim_a and sim_b) and two paymentsvc
+// pods on a fresh database and plays the seed notes' four scenarios, a lost
+// refund answer and a provider outage against them, printing an account.
 type Demo struct {
 	cfg Config
 	out io.Writer
@@ -49,8 +62,10 @@ type Demo struct {
 	dbName string
 	dbURL  string
 
+	stateDir   string            // sim_a's state file, so that it survives a restart
 	procs      []*childproc.Proc // everything started, for Close
-	sim        simulator
+	sim        simulator         // sim_a, the first provider: scenarios 1 to 5 use it alone
+	simB       simulator         // sim_b, the second provider
 	podA, podB pod
 	client     *client
 }
@@ -65,12 +80,15 @@ func (d *Demo) Run(ctx context.Context) error {
 	if err := d.start(ctx); err != nil {
 		return err
 	}
-	for _, play := range []func(context.Context) error{d.timeoutThenRetry, d.concurrentDuplicates, d.keyReused, d.crashAfterCharge} {
+	for _, play := range []func(context.Context) error{
+		d.timeoutThenRetry, d.concurrentDuplicates, d.keyReused, d.crashAfterCharge, d.tally,
+		d.refundAnswerLost, d.providerOutage, d.tallyProviders,
+	} {
 		if err := play(ctx); err != nil {
 			return err
 		}
 	}
-	return d.tally(ctx)
+	return nil
 }
 
 // Close stops every process (pods first, so that none is left talking to
@@ -80,6 +98,10 @@ func (d *Demo) Close() error {
 		d.procs[i].Stop(10 * time.Second)
 	}
 	d.procs = nil
+	if d.stateDir != "" {
+		_ = os.RemoveAll(d.stateDir)
+		d.stateDir = ""
+	}
 	if d.dbName == "" {
 		return nil
 	}
@@ -97,17 +119,25 @@ func (d *Demo) Close() error {
 	return nil
 }
 
-// start creates the database, then starts the simulator and both pods and
-// creates the tenant.
+// start creates the database, then starts the two simulators and both pods
+// and creates the tenant.
 func (d *Demo) start(ctx context.Context) error {
 	if err := d.createDatabase(ctx); err != nil {
 		return err
 	}
-	p, err := d.startProc(ctx, "providersim", "providersim", nil, []string{"SIM_ADDR=127.0.0.1:0"})
+	dir, err := os.MkdirTemp("", "paymentsvc-demo-")
 	if err != nil {
 		return err
 	}
-	d.sim = simulator{p}
+	d.stateDir = dir
+	if d.sim, err = d.startSimA(ctx, "127.0.0.1:0"); err != nil {
+		return err
+	}
+	p, err := d.startProc(ctx, "providersim "+providerB, "providersim", nil, []string{"SIM_ADDR=127.0.0.1:0"})
+	if err != nil {
+		return err
+	}
+	d.simB = simulator{p}
 	if d.podA, err = d.startPod(ctx, "A"); err != nil {
 		return err
 	}
@@ -119,9 +149,18 @@ func (d *Demo) start(ctx context.Context) error {
 		return err
 	}
 	d.client = newClient(key)
-	fmt.Fprintf(d.out, "providersim on %s; pod A on %s, pod B on %s; database %s\n",
-		d.sim.Addr(), d.podA.Addr(), d.podB.Addr(), d.dbName)
+	fmt.Fprintf(d.out, "providersim %s on %s, providersim %s on %s; pod A on %s, pod B on %s; database %s\n",
+		providerA, d.sim.Addr(), providerB, d.simB.Addr(), d.podA.Addr(), d.podB.Addr(), d.dbName)
 	return nil
+}
+
+// startSimA runs provider sim_a on addr, with its state in a file so that a
+// restart (on the same address) keeps its charges, as a real provider does.
+func (d *Demo) startSimA(ctx context.Context, addr string) (simulator, error) {
+	p, err := d.startProc(ctx, "providersim "+providerA, "providersim", nil, []string{
+		"SIM_ADDR=" + addr, "SIM_STATE_FILE=" + filepath.Join(d.stateDir, providerA+".json"),
+	})
+	return simulator{p}, err
 }
 
 // createDatabase makes payments_demo_<unix>_<pid> on DatabaseURL's server.
@@ -159,12 +198,13 @@ func (d *Demo) startProc(ctx context.Context, name, bin string, args, env []stri
 	return p, nil
 }
 
-// startPod runs paymentsvc serve as pod name with the demo's timings and extra env.
+// startPod runs paymentsvc serve as pod name with both providers (sim_a
+// first), the demo's timings and extra env.
 func (d *Demo) startPod(ctx context.Context, name string, extra ...string) (pod, error) {
 	env := append([]string{
 		"HTTP_ADDR=127.0.0.1:0",
 		"DATABASE_URL=" + d.dbURL,
-		"PROVIDER_URL=" + d.sim.URL(),
+		"PROVIDERS=" + providerA + "=" + d.sim.URL() + "," + providerB + "=" + d.simB.URL(),
 	}, podTimings...)
 	p, err := d.startProc(ctx, "pod "+name, "paymentsvc", []string{"serve"}, append(env, extra...))
 	if err != nil {
