@@ -22,7 +22,7 @@ func TestHTTPMetricLabelsStayBounded(t *testing.T) {
 	standard := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true,
 		"DELETE": true, "OPTIONS": true, "CONNECT": true, "TRACE": true, "other": true}
 	routes := map[string]bool{"unmatched": true, "/healthz": true, "/readyz": true, "/metrics": true,
-		"/openapi.yaml": true, "/v1/webhooks/sim": true, "/v1/payments": true, "/v1/payments/{id}": true}
+		"/openapi.yaml": true, "/v1/webhooks/{provider}": true, "/v1/payments": true, "/v1/payments/{id}": true}
 
 	const n = 300
 	client := &http.Client{Timeout: 30 * time.Second}

@@ -95,14 +95,14 @@ func TestRequestLogLines(t *testing.T) {
 	// A webhook and an unknown endpoint are logged too.
 	r = s.postWebhook(t, "", []byte(`{}`), map[string]string{"X-Request-Id": "log-hook-1"})
 	require.Equal(t, 401, r.Status)
-	requireRequestLine(t, onlyRequestLine(t, s.pod, "log-hook-1"), http.MethodPost, "/v1/webhooks/sim", 401)
+	requireRequestLine(t, onlyRequestLine(t, s.pod, "log-hook-1"), http.MethodPost, "/v1/webhooks/{provider}", 401)
 	// An applied webhook names its payment on its request line.
 	charge := providersim.Charge{ID: chargeID, Amount: 500, Currency: "USD", Status: providersim.StatusSucceeded,
 		Reference: id, IdempotencyKey: attempts.ProviderKey(id), Created: time.Now().Unix()}
 	r = s.postWebhook(t, s.secret, opsEvent("evt_log_1", providersim.EventChargeSucceeded, charge), map[string]string{"X-Request-Id": "log-hook-2"})
 	require.Equal(t, 200, r.Status, "%s", r)
 	l = onlyRequestLine(t, s.pod, "log-hook-2")
-	requireRequestLine(t, l, http.MethodPost, "/v1/webhooks/sim", 200)
+	requireRequestLine(t, l, http.MethodPost, "/v1/webhooks/{provider}", 200)
 	require.Equal(t, id, l.str("payment_id"), "%v", l)
 	r = s.anon.MustDo(t, http.MethodGet, "/nowhere", nil, with("log-404-1", nil))
 	require.Equal(t, 404, r.Status)

@@ -129,7 +129,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		return opsLabels("route", "/v1/payments", "method", http.MethodPost, "code", fmt.Sprint(code))
 	}
 	hook := func(code int) map[string]string {
-		return opsLabels("route", "/v1/webhooks/sim", "method", http.MethodPost, "code", fmt.Sprint(code))
+		return opsLabels("route", "/v1/webhooks/{provider}", "method", http.MethodPost, "code", fmt.Sprint(code))
 	}
 	requireDeltas(t, before, after, []metricDelta{
 		{httpReqs, post(201), 3}, // m-1, its replay, m-4
@@ -142,7 +142,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		{httpReqs, hook(401), 1},
 		{httpReqs, opsLabels("route", "/v1/payments/{id}", "method", http.MethodGet, "code", "200"), 1},
 		{httpDur, opsLabels("route", "/v1/payments", "method", http.MethodPost), 9},
-		{httpDur, opsLabels("route", "/v1/webhooks/sim", "method", http.MethodPost), 4},
+		{httpDur, opsLabels("route", "/v1/webhooks/{provider}", "method", http.MethodPost), 4},
 
 		{idem, opsLabels("outcome", "created"), 5}, // m-1, m-3, m-4, m-5, m-6
 		{idem, opsLabels("outcome", "replayed"), 1},
