@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 

@@ -121,3 +121,58 @@ WHERE tenant_id = sqlc.arg(tenant_id)
        OR (created_at, id) < (sqlc.arg(after_created_at)::timestamptz, sqlc.arg(after_id)::text))
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- AttemptInsertCalling is the create path's acquisition and CREATED →
+-- PENDING in one commit: it inserts the attempt of the key this very
+-- transaction inserted (the EXISTS: a key another request owns inserts
+-- nothing) directly in PENDING at the provider about to be called, with
+-- both audit rows, CREATED then PENDING.
+-- name: AttemptInsertCalling :one
+WITH ins AS (
+    INSERT INTO payment_attempts (
+        id, tenant_id, order_id, idempotency_key, amount, currency,
+        payment_method, description, metadata, status, provider, route
+    )
+    SELECT sqlc.arg(id)::text, sqlc.arg(tenant_id)::text, sqlc.arg(order_id)::text, sqlc.arg(idempotency_key)::text,
+           sqlc.arg(amount)::bigint, sqlc.arg(currency)::text, sqlc.arg(payment_method)::text,
+           sqlc.narg(description)::text, sqlc.narg(metadata)::jsonb, 'PENDING', sqlc.arg(provider)::text, sqlc.arg(route)::text[]
+    WHERE EXISTS (
+        SELECT 1 FROM idempotency_keys AS k
+        WHERE k.tenant_id = sqlc.arg(tenant_id)::text AND k.key = sqlc.arg(idempotency_key)::text
+          AND k.attempt_id = sqlc.arg(id)::text
+    )
+    RETURNING *
+), audit AS (
+    INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
+    SELECT ins.id, s.from_status, s.to_status, 'api', s.reason
+    FROM ins, (VALUES (1, NULL::text, 'CREATED', 'created'),
+                      (2, 'CREATED', 'PENDING', 'calling provider ' || sqlc.arg(provider)::text)) AS s (n, from_status, to_status, reason)
+    ORDER BY s.n
+)
+SELECT * FROM ins;
+
+-- AttemptFinish is the create path's completing transition in one
+-- statement: it moves the attempt from the status this request left it in,
+-- only while the request still owns its key (the EXISTS locks the key row,
+-- as Hold does), and writes the audit row. No row: someone else moved it,
+-- or the key was taken over; the caller then takes the slow path.
+-- name: AttemptFinish :one
+WITH moved AS (
+    UPDATE payment_attempts
+    SET status             = sqlc.arg(to_status)::text,
+        provider_charge_id = COALESCE(sqlc.narg(provider_charge_id)::text, provider_charge_id),
+        failure_code       = COALESCE(sqlc.narg(failure_code)::text, failure_code),
+        updated_at         = now()
+    WHERE id = sqlc.arg(id)::text AND status = sqlc.arg(from_status)::text
+      AND EXISTS (
+          SELECT 1 FROM idempotency_keys AS k
+          WHERE k.tenant_id = sqlc.arg(tenant_id)::text AND k.key = sqlc.arg(key)::text
+            AND k.lock_token = sqlc.arg(lock_token)::bigint AND k.response_code IS NULL
+          FOR UPDATE
+      )
+    RETURNING *
+), audit AS (
+    INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
+    SELECT moved.id, sqlc.arg(from_status)::text, sqlc.arg(to_status)::text, 'api', sqlc.arg(reason)::text FROM moved
+)
+SELECT * FROM moved;

@@ -83,3 +83,35 @@ WHERE (tenant_id, key) IN (
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE OF k SKIP LOCKED
 );
+
+-- IdemKeyCompleteMoved is IdemKeyComplete for a transaction that is one
+-- round trip: it stores the final response only if this very transaction
+-- moved the attempt into status (the attempt's row version is this
+-- transaction's: xmin), the body being body_head || the time it set as
+-- updated_at (now(), to the second) || body_tail, so the stored payment
+-- carries its updated_at as committed. No row: nothing stored (the caller
+-- takes the transaction-per-step path).
+-- name: IdemKeyCompleteMoved :one
+UPDATE idempotency_keys
+SET response_code = sqlc.arg(response_code)::integer,
+    response_body = convert_to(sqlc.arg(body_head)::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || sqlc.arg(body_tail)::text, 'UTF8'),
+    locked_until  = NULL,
+    updated_at    = now()
+WHERE tenant_id = sqlc.arg(tenant_id)::text AND key = sqlc.arg(key)::text
+  AND lock_token = sqlc.arg(lock_token)::bigint AND response_code IS NULL
+  AND EXISTS (
+      SELECT 1 FROM payment_attempts AS a
+      WHERE a.id = sqlc.arg(attempt_id)::text AND a.status = sqlc.arg(status)::text AND a.xmin = pg_current_xact_id()::xid
+  )
+RETURNING response_body;
+
+-- IdemKeyReleaseMoved is IdemKeyRelease under the same condition.
+-- name: IdemKeyReleaseMoved :execrows
+UPDATE idempotency_keys
+SET locked_until = NULL, updated_at = now()
+WHERE tenant_id = sqlc.arg(tenant_id)::text AND key = sqlc.arg(key)::text
+  AND lock_token = sqlc.arg(lock_token)::bigint AND response_code IS NULL
+  AND EXISTS (
+      SELECT 1 FROM payment_attempts AS a
+      WHERE a.id = sqlc.arg(attempt_id)::text AND a.status = sqlc.arg(status)::text AND a.xmin = pg_current_xact_id()::xid
+  );

@@ -69,3 +69,24 @@ WHERE id IN (
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE SKIP LOCKED
 );
+
+-- OutboxInsertMoved is OutboxInsert for a transaction that is one round
+-- trip: the event of a payment is inserted only if this very transaction
+-- moved the payment into status (the payment's row version is this
+-- transaction's: xmin), and its payload is payload_head || the time it set
+-- as updated_at (now(), to the second) || payload_tail, so the event
+-- carries the payment's updated_at as committed. It wakes the
+-- relays for the row it inserts and returns how many (0 or 1).
+-- name: OutboxInsertMoved :one
+WITH ins AS (
+    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+    SELECT sqlc.arg(id)::text, sqlc.arg(type)::text, sqlc.arg(subject)::text, sqlc.arg(payment_id)::text, sqlc.arg(payment_id)::text,
+           (sqlc.arg(payload_head)::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || sqlc.arg(payload_tail)::text)::jsonb
+    WHERE EXISTS (
+        SELECT 1 FROM payment_attempts AS a
+        WHERE a.id = sqlc.arg(payment_id)::text AND a.status = sqlc.arg(status)::text AND a.xmin = pg_current_xact_id()::xid
+    )
+    ON CONFLICT (subject_id, type) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM (SELECT pg_notify('outbox', '') FROM ins) AS notified;

@@ -162,6 +162,108 @@ func (q *Queries) AttemptEventList(ctx context.Context, db DBTX, attemptID strin
 	return items, nil
 }
 
+const attemptFinish = `-- name: AttemptFinish :one
+WITH moved AS (
+    UPDATE payment_attempts
+    SET status             = $1::text,
+        provider_charge_id = COALESCE($2::text, provider_charge_id),
+        failure_code       = COALESCE($3::text, failure_code),
+        updated_at         = now()
+    WHERE id = $4::text AND status = $5::text
+      AND EXISTS (
+          SELECT 1 FROM idempotency_keys AS k
+          WHERE k.tenant_id = $6::text AND k.key = $7::text
+            AND k.lock_token = $8::bigint AND k.response_code IS NULL
+          FOR UPDATE
+      )
+    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+), audit AS (
+    INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
+    SELECT moved.id, $5::text, $1::text, 'api', $9::text FROM moved
+)
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM moved
+`
+
+type AttemptFinishParams struct {
+	ToStatus         string
+	ProviderChargeID *string
+	FailureCode      *string
+	ID               string
+	FromStatus       string
+	TenantID         string
+	Key              string
+	LockToken        int64
+	Reason           string
+}
+
+type AttemptFinishRow struct {
+	ID               string
+	TenantID         string
+	OrderID          string
+	IdempotencyKey   string
+	Amount           int64
+	Currency         string
+	PaymentMethod    string
+	Description      *string
+	Metadata         json.RawMessage
+	Status           string
+	Provider         *string
+	ProviderChargeID *string
+	FailureCode      *string
+	CheckCount       int32
+	NextCheckAt      *time.Time
+	NeedsReview      bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AmountReserved   int64
+	AmountRefunded   int64
+	Route            []string
+}
+
+// AttemptFinish is the create path's completing transition in one
+// statement: it moves the attempt from the status this request left it in,
+// only while the request still owns its key (the EXISTS locks the key row,
+// as Hold does), and writes the audit row. No row: someone else moved it,
+// or the key was taken over; the caller then takes the slow path.
+func (q *Queries) AttemptFinish(ctx context.Context, db DBTX, arg AttemptFinishParams) (AttemptFinishRow, error) {
+	row := db.QueryRow(ctx, attemptFinish,
+		arg.ToStatus,
+		arg.ProviderChargeID,
+		arg.FailureCode,
+		arg.ID,
+		arg.FromStatus,
+		arg.TenantID,
+		arg.Key,
+		arg.LockToken,
+		arg.Reason,
+	)
+	var i AttemptFinishRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.OrderID,
+		&i.IdempotencyKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Metadata,
+		&i.Status,
+		&i.Provider,
+		&i.ProviderChargeID,
+		&i.FailureCode,
+		&i.CheckCount,
+		&i.NextCheckAt,
+		&i.NeedsReview,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
+		&i.Route,
+	)
+	return i, err
+}
+
 const attemptGetByChargeID = `-- name: AttemptGetByChargeID :one
 SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE provider_charge_id = $1
 `
@@ -413,6 +515,115 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		arg.Route,
 	)
 	var i PaymentAttempt
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.OrderID,
+		&i.IdempotencyKey,
+		&i.Amount,
+		&i.Currency,
+		&i.PaymentMethod,
+		&i.Description,
+		&i.Metadata,
+		&i.Status,
+		&i.Provider,
+		&i.ProviderChargeID,
+		&i.FailureCode,
+		&i.CheckCount,
+		&i.NextCheckAt,
+		&i.NeedsReview,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AmountReserved,
+		&i.AmountRefunded,
+		&i.Route,
+	)
+	return i, err
+}
+
+const attemptInsertCalling = `-- name: AttemptInsertCalling :one
+WITH ins AS (
+    INSERT INTO payment_attempts (
+        id, tenant_id, order_id, idempotency_key, amount, currency,
+        payment_method, description, metadata, status, provider, route
+    )
+    SELECT $1::text, $2::text, $3::text, $4::text,
+           $5::bigint, $6::text, $7::text,
+           $8::text, $9::jsonb, 'PENDING', $10::text, $11::text[]
+    WHERE EXISTS (
+        SELECT 1 FROM idempotency_keys AS k
+        WHERE k.tenant_id = $2::text AND k.key = $4::text
+          AND k.attempt_id = $1::text
+    )
+    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+), audit AS (
+    INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
+    SELECT ins.id, s.from_status, s.to_status, 'api', s.reason
+    FROM ins, (VALUES (1, NULL::text, 'CREATED', 'created'),
+                      (2, 'CREATED', 'PENDING', 'calling provider ' || $10::text)) AS s (n, from_status, to_status, reason)
+    ORDER BY s.n
+)
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM ins
+`
+
+type AttemptInsertCallingParams struct {
+	ID             string
+	TenantID       string
+	OrderID        string
+	IdempotencyKey string
+	Amount         int64
+	Currency       string
+	PaymentMethod  string
+	Description    *string
+	Metadata       json.RawMessage
+	Provider       string
+	Route          []string
+}
+
+type AttemptInsertCallingRow struct {
+	ID               string
+	TenantID         string
+	OrderID          string
+	IdempotencyKey   string
+	Amount           int64
+	Currency         string
+	PaymentMethod    string
+	Description      *string
+	Metadata         json.RawMessage
+	Status           string
+	Provider         *string
+	ProviderChargeID *string
+	FailureCode      *string
+	CheckCount       int32
+	NextCheckAt      *time.Time
+	NeedsReview      bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AmountReserved   int64
+	AmountRefunded   int64
+	Route            []string
+}
+
+// AttemptInsertCalling is the create path's acquisition and CREATED →
+// PENDING in one commit: it inserts the attempt of the key this very
+// transaction inserted (the EXISTS: a key another request owns inserts
+// nothing) directly in PENDING at the provider about to be called, with
+// both audit rows, CREATED then PENDING.
+func (q *Queries) AttemptInsertCalling(ctx context.Context, db DBTX, arg AttemptInsertCallingParams) (AttemptInsertCallingRow, error) {
+	row := db.QueryRow(ctx, attemptInsertCalling,
+		arg.ID,
+		arg.TenantID,
+		arg.OrderID,
+		arg.IdempotencyKey,
+		arg.Amount,
+		arg.Currency,
+		arg.PaymentMethod,
+		arg.Description,
+		arg.Metadata,
+		arg.Provider,
+		arg.Route,
+	)
+	var i AttemptInsertCallingRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

@@ -37,6 +37,55 @@ func (q *Queries) IdemKeyComplete(ctx context.Context, db DBTX, arg IdemKeyCompl
 	return result.RowsAffected(), nil
 }
 
+const idemKeyCompleteMoved = `-- name: IdemKeyCompleteMoved :one
+UPDATE idempotency_keys
+SET response_code = $1::integer,
+    response_body = convert_to($2::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || $3::text, 'UTF8'),
+    locked_until  = NULL,
+    updated_at    = now()
+WHERE tenant_id = $4::text AND key = $5::text
+  AND lock_token = $6::bigint AND response_code IS NULL
+  AND EXISTS (
+      SELECT 1 FROM payment_attempts AS a
+      WHERE a.id = $7::text AND a.status = $8::text AND a.xmin = pg_current_xact_id()::xid
+  )
+RETURNING response_body
+`
+
+type IdemKeyCompleteMovedParams struct {
+	ResponseCode int32
+	BodyHead     string
+	BodyTail     string
+	TenantID     string
+	Key          string
+	LockToken    int64
+	AttemptID    string
+	Status       string
+}
+
+// IdemKeyCompleteMoved is IdemKeyComplete for a transaction that is one
+// round trip: it stores the final response only if this very transaction
+// moved the attempt into status (the attempt's row version is this
+// transaction's: xmin), the body being body_head || the time it set as
+// updated_at (now(), to the second) || body_tail, so the stored payment
+// carries its updated_at as committed. No row: nothing stored (the caller
+// takes the transaction-per-step path).
+func (q *Queries) IdemKeyCompleteMoved(ctx context.Context, db DBTX, arg IdemKeyCompleteMovedParams) ([]byte, error) {
+	row := db.QueryRow(ctx, idemKeyCompleteMoved,
+		arg.ResponseCode,
+		arg.BodyHead,
+		arg.BodyTail,
+		arg.TenantID,
+		arg.Key,
+		arg.LockToken,
+		arg.AttemptID,
+		arg.Status,
+	)
+	var response_body []byte
+	err := row.Scan(&response_body)
+	return response_body, err
+}
+
 const idemKeyDeleteExpired = `-- name: IdemKeyDeleteExpired :execrows
 DELETE FROM idempotency_keys
 WHERE (tenant_id, key) IN (
@@ -214,6 +263,40 @@ type IdemKeyReleaseParams struct {
 // Release gives up ownership without a final response: the key stays resumable.
 func (q *Queries) IdemKeyRelease(ctx context.Context, db DBTX, arg IdemKeyReleaseParams) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyRelease, arg.TenantID, arg.Key, arg.LockToken)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const idemKeyReleaseMoved = `-- name: IdemKeyReleaseMoved :execrows
+UPDATE idempotency_keys
+SET locked_until = NULL, updated_at = now()
+WHERE tenant_id = $1::text AND key = $2::text
+  AND lock_token = $3::bigint AND response_code IS NULL
+  AND EXISTS (
+      SELECT 1 FROM payment_attempts AS a
+      WHERE a.id = $4::text AND a.status = $5::text AND a.xmin = pg_current_xact_id()::xid
+  )
+`
+
+type IdemKeyReleaseMovedParams struct {
+	TenantID  string
+	Key       string
+	LockToken int64
+	AttemptID string
+	Status    string
+}
+
+// IdemKeyReleaseMoved is IdemKeyRelease under the same condition.
+func (q *Queries) IdemKeyReleaseMoved(ctx context.Context, db DBTX, arg IdemKeyReleaseMovedParams) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyReleaseMoved,
+		arg.TenantID,
+		arg.Key,
+		arg.LockToken,
+		arg.AttemptID,
+		arg.Status,
+	)
 	if err != nil {
 		return 0, err
 	}

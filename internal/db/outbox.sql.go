@@ -122,6 +122,53 @@ func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertPar
 	return err
 }
 
+const outboxInsertMoved = `-- name: OutboxInsertMoved :one
+WITH ins AS (
+    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+    SELECT $1::text, $2::text, $3::text, $4::text, $4::text,
+           ($5::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || $6::text)::jsonb
+    WHERE EXISTS (
+        SELECT 1 FROM payment_attempts AS a
+        WHERE a.id = $4::text AND a.status = $7::text AND a.xmin = pg_current_xact_id()::xid
+    )
+    ON CONFLICT (subject_id, type) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM (SELECT pg_notify('outbox', '') FROM ins) AS notified
+`
+
+type OutboxInsertMovedParams struct {
+	ID          string
+	Type        string
+	Subject     string
+	PaymentID   string
+	PayloadHead string
+	PayloadTail string
+	Status      string
+}
+
+// OutboxInsertMoved is OutboxInsert for a transaction that is one round
+// trip: the event of a payment is inserted only if this very transaction
+// moved the payment into status (the payment's row version is this
+// transaction's: xmin), and its payload is payload_head || the time it set
+// as updated_at (now(), to the second) || payload_tail, so the event
+// carries the payment's updated_at as committed. It wakes the
+// relays for the row it inserts and returns how many (0 or 1).
+func (q *Queries) OutboxInsertMoved(ctx context.Context, db DBTX, arg OutboxInsertMovedParams) (int64, error) {
+	row := db.QueryRow(ctx, outboxInsertMoved,
+		arg.ID,
+		arg.Type,
+		arg.Subject,
+		arg.PaymentID,
+		arg.PayloadHead,
+		arg.PayloadTail,
+		arg.Status,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const outboxListen = `-- name: OutboxListen :exec
 LISTEN outbox
 `

@@ -77,29 +77,35 @@ func AcquireForRefund(ctx context.Context, pool *db.Pool, cfg Config, tenantID, 
 
 func acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRef ref, create CreateFunc) (Result, error) {
 	for range 5 {
-		res, inserted, err := insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
-		if err != nil || inserted {
-			return res, err
+		// The read comes first: a replay (the common retry) answers from one
+		// SELECT, without a transaction; only a missing key is inserted.
+		res, err := existing(ctx, pool, cfg, tenantID, key, fp)
+		if errors.Is(err, errMissing) {
+			var inserted bool
+			res, inserted, err = insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
+			if err != nil || inserted {
+				return res, err
+			}
+			continue // inserted by someone else meanwhile: read it
 		}
-		res, err = existing(ctx, pool, cfg, tenantID, key, fp)
 		if !errors.Is(err, errRace) {
 			return res, err
 		}
-		// The key changed under us (deleted, completed or taken over): look again.
+		// The key changed under us (completed or taken over): look again.
 	}
 	return Result{}, errors.New("idempotency: key kept changing under concurrent use")
 }
 
-var errRace = errors.New("idempotency: raced")
+var (
+	errRace    = errors.New("idempotency: raced")
+	errMissing = errors.New("idempotency: no such key")
+)
 
 func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, r ref, create CreateFunc) (Result, bool, error) {
 	var res Result
 	inserted := false
 	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		token, err := db.Q.IdemKeyInsert(ctx, tx, db.IdemKeyInsertParams{
-			TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID),
-			LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
-		})
+		token, err := db.Q.IdemKeyInsert(ctx, tx, insertParams(cfg, tenantID, key, fp, r))
 		if errors.Is(db.Translate(err), db.ErrNotFound) {
 			return nil // someone else owns it
 		}
@@ -119,24 +125,24 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 	return res, inserted, nil
 }
 
+func insertParams(cfg Config, tenantID, key string, fp []byte, r ref) db.IdemKeyInsertParams {
+	return db.IdemKeyInsertParams{
+		TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID),
+		LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
+	}
+}
+
+// existing answers a request from its key as stored: errMissing if there is
+// none, errRace if it changed while being taken over.
 func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte) (Result, error) {
 	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
 	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
-		return Result{}, errRace // deleted by gc meanwhile: insert again
+		return Result{}, errMissing
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("read key: %w", err)
 	}
-	if !bytes.Equal(row.Fingerprint, fp) {
-		return Result{Outcome: Mismatch}, nil
-	}
-	res := Result{AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}
-	if row.ResponseCode != nil {
-		res.Outcome, res.ResponseCode, res.ResponseBody = Replay, int(*row.ResponseCode), row.ResponseBody
-		return res, nil
-	}
-	if row.Locked {
-		res.Outcome, res.RetryAfter = InUse, int(row.RetryAfterSeconds)
+	if res, ok := answer(row, fp); ok {
 		return res, nil
 	}
 	lock, ok, err := takeover(ctx, pool, cfg, tenantID, key, row.LockToken)
@@ -146,8 +152,26 @@ func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key stri
 	if !ok {
 		return Result{}, errRace
 	}
-	res.Outcome, res.Lock = Owned, lock
-	return res, nil
+	return Result{Outcome: Owned, Lock: lock, AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}, nil
+}
+
+// answer is what a stored key answers by itself: a replay, a key in use, or
+// a key used for another request. ok is false for a key that is to be taken
+// over (unlocked, without a final response).
+func answer(row db.IdemKeyGetRow, fp []byte) (res Result, ok bool) {
+	if !bytes.Equal(row.Fingerprint, fp) {
+		return Result{Outcome: Mismatch}, true
+	}
+	res = Result{AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}
+	if row.ResponseCode != nil {
+		res.Outcome, res.ResponseCode, res.ResponseBody = Replay, int(*row.ResponseCode), row.ResponseBody
+		return res, true
+	}
+	if row.Locked {
+		res.Outcome, res.RetryAfter = InUse, int(row.RetryAfterSeconds)
+		return res, true
+	}
+	return Result{}, false
 }
 
 func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, seen int64) (Lock, bool, error) {

@@ -66,3 +66,24 @@ func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 	}
 	return id, nil
 }
+
+// QueueEnqueueMoved queues Enqueue of a payment's event into a transaction
+// sent in one round trip: the event is added only if that transaction moved
+// the payment (ev.PaymentID) into status, and its data is payload stamped
+// with the time the transaction set as the payment's updated_at. The relays
+// are woken for it at commit.
+func QueueEnqueueMoved(p *db.Pipeline, ev Event, payload db.Stamped, status string) error {
+	subject := Subject(ev.Type)
+	if subject == "" || ev.SubjectID != ev.PaymentID || ev.PaymentID == "" {
+		return fmt.Errorf("enqueue: %q is not an event of the stream about payment %q", ev.Type, ev.PaymentID)
+	}
+	arg := db.OutboxInsertMovedParams{
+		ID: ids.New("evt_", 12), Type: ev.Type, Subject: subject, PaymentID: ev.PaymentID,
+		PayloadHead: payload.Head, PayloadTail: payload.Tail, Status: status,
+	}
+	p.Add(func(ctx context.Context, q db.DBTX) error {
+		_, err := db.Q.OutboxInsertMoved(ctx, q, arg)
+		return err
+	})
+	return nil
+}

@@ -120,7 +120,12 @@ func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, 
 // call, and a call that was not sent takes it back to CREATED (not_sent)
 // first, so the audit trail shows every hop. Anything else pins it to that
 // provider for good. All of it within one retry budget.
-func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject) (Reply, error) {
+//
+// pre, if not nil, is sub as this request already committed it in PENDING
+// at its first candidate, with the lock renewed (the create path's fast
+// acquisition): that call is not marked again, and it finishes in one round
+// trip if it can.
+func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject, pre *subject) (Reply, error) {
 	// From here on, work that may have charged (or refunded) must finish
 	// even if the client hangs up.
 	ctx = context.WithoutCancel(ctx)
@@ -135,10 +140,21 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		if err != nil {
 			return Reply{}, err
 		}
-		if p.BreakerOpen() {
+		var pending subject // committed PENDING at name by the fast path
+		fast := premarkedAt(pre, name)
+		if fast {
+			pending = *pre
+		}
+		pre = nil // only ever the first call
+		// Already PENDING here, a call the breaker refuses is not sent,
+		// and goes back to CREATED like any other.
+		if p.BreakerOpen() && !fast {
 			continue // refused before anything is sent: the next one
 		}
-		committedPending, err := s.markCalling(ctx, k, lock, sub, name)
+		committedPending := true
+		if !fast {
+			committedPending, err = s.markCalling(ctx, k, lock, sub, name)
+		}
 		if err != nil {
 			if errors.Is(err, errLostLock) {
 				// Another owner (or the reconciler, which failed it as
@@ -179,6 +195,11 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		default:
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+		}
+		if f, ok := k.(fastFinisher); ok && fast {
+			if reply, done, err := f.finishFast(ctx, lock, pending, c); done {
+				return reply, err
+			}
 		}
 		return s.finish(ctx, k, lock, c)
 	}

@@ -72,7 +72,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return s.drive(ctx, k, res.Lock, sub)
+	return s.drive(ctx, k, res.Lock, sub, nil)
 }
 
 // refundsKind is the flow's kind for a refund.

@@ -192,6 +192,9 @@ func StatusCode(s attempts.Status) int {
 
 // Create runs one POST /v1/payments.
 func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
+	if reply, done, err := s.createFast(ctx, in); done {
+		return reply, err
+	}
 	for range 3 {
 		var created attempts.Attempt // the new key's attempt, as inserted
 		res, err := idempotency.Acquire(ctx, s.pool, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint,
@@ -240,7 +243,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 				return Reply{}, err
 			}
 		}
-		return s.drive(ctx, k, res.Lock, paymentSubject(created))
+		return s.drive(ctx, k, res.Lock, paymentSubject(created), nil)
 	}
 	return Reply{}, errors.New("order guard kept changing under concurrent use")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -45,29 +46,30 @@ func takeOverAsync(svc *payments.Service, in payments.CreateInput) <-chan result
 // stalledOwner starts in on the bundle's service, stalled at stallAt, and
 // once the stall is reached and the lock has expired, lets another pod take
 // the key over and stall at its own check before the call, holding the key.
-// It returns both requests and the new owner's stall.
-func (b *bundle) stalledOwner(in payments.CreateInput, stallAt func(*gatedProvider, *stall)) (stalled, owner <-chan result, ownerStall *stall) {
+// It returns both requests, the new owner's stall and its lock token.
+func (b *bundle) stalledOwner(in payments.CreateInput, stallAt func(*gatedProvider, *stall)) (stalled, owner <-chan result, ownerStall *stall, ownerToken int64) {
 	b.t.Helper()
 	st := newStall(b.t)
 	stallAt(b.prov, st)
 	stalled = b.createAsync(b.svc, in)
 	st.awaitReached(b.t)
+	held := b.key(in.IdempotencyKey).token
 
 	pod, prov := b.otherPod()
 	ownerStall = newStall(b.t)
 	prov.beforeCall.Store(ownerStall)
 	owner = takeOverAsync(pod, in)
 	ownerStall.awaitReached(b.t)
-	require.EqualValues(b.t, 2, b.key(in.IdempotencyKey).token, "the other pod took the key over")
+	require.Equal(b.t, held+1, b.key(in.IdempotencyKey).token, "the other pod took the key over")
 	st.release()
-	return stalled, owner, ownerStall
+	return stalled, owner, ownerStall, held + 1
 }
 
 // requireStalledAnswer waits for the stalled owner's answer and requires
 // that it wrote nothing: it answers 202 with the attempt as committed (in
 // status, along path), and the key is still the new owner's, locked and
 // without a response. It returns the payment's id.
-func (b *bundle) requireStalledAnswer(stalled <-chan result, in payments.CreateInput, status attempts.Status, path []attempts.Status) string {
+func (b *bundle) requireStalledAnswer(stalled <-chan result, in payments.CreateInput, ownerToken int64, status attempts.Status, path []attempts.Status) string {
 	b.t.Helper()
 	first := awaitResult(b.t, stalled)
 	require.NoError(b.t, first.err)
@@ -78,7 +80,7 @@ func (b *bundle) requireStalledAnswer(stalled <-chan result, in payments.CreateI
 	require.Equal(b.t, path, b.history(id), "the stalled owner made no transition")
 	k := b.key(in.IdempotencyKey)
 	require.True(b.t, k.locked, "the new owner holds the key")
-	require.EqualValues(b.t, 2, k.token)
+	require.Equal(b.t, ownerToken, k.token, "the new owner's lock is untouched")
 	require.Nil(b.t, k.code, "the stalled owner stored nothing")
 	return id
 }
@@ -117,9 +119,13 @@ func TestStalledOwnerBeforeTheCallCallsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	in := b.input("key-stall-before", "order-stall-before")
-	stalled, owner, ownerStall := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.beforeCall.Store(s) })
+	// A new key commits PENDING with the key, right before its call; the
+	// window between the two is a resumed CREATED payment's (here one whose
+	// first owner died after taking its key).
+	testdb.Key(t, b.pool, testdb.KeyOpts{TenantID: b.tenantID, Key: in.IdempotencyKey, OrderID: in.OrderID, State: testdb.KeyReleased})
+	stalled, owner, ownerStall, token := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.beforeCall.Store(s) })
 
-	id := b.requireStalledAnswer(stalled, in, attempts.Created, []attempts.Status{attempts.Created})
+	id := b.requireStalledAnswer(stalled, in, token, attempts.Created, []attempts.Status{attempts.Created})
 	require.Equal(t, providersim.Stats{}, b.sim.Stats(t), "the stalled owner called nothing")
 
 	b.requireOwnerPays(owner, ownerStall, in, id, providersim.Stats{ChargeCalls: 1, Charges: 1})
@@ -136,9 +142,9 @@ func TestStalledOwnerAfterTheCallCannotComplete(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	in := b.input("key-stall-after", "order-stall-after")
-	stalled, owner, ownerStall := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.afterCall.Store(s) })
+	stalled, owner, ownerStall, token := b.stalledOwner(in, func(p *gatedProvider, s *stall) { p.afterCall.Store(s) })
 
-	id := b.requireStalledAnswer(stalled, in, attempts.Pending, []attempts.Status{attempts.Created, attempts.Pending})
+	id := b.requireStalledAnswer(stalled, in, token, attempts.Pending, []attempts.Status{attempts.Created, attempts.Pending})
 	require.Zero(t, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
 	charges := b.sim.Charges(t)
 	require.Len(t, charges, 1, "the stalled owner's call charged")

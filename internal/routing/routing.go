@@ -88,6 +88,24 @@ func Route(rules []Rule, currency string, defaultOrder []string) []string {
 // Get returns tenantID's rules (none: empty).
 func Get(ctx context.Context, q db.DBTX, tenantID string) ([]Rule, error) {
 	raw, err := db.Q.RoutingRulesGet(ctx, q, tenantID)
+	return decode(tenantID, raw, err)
+}
+
+// Queued is rules read in a pipeline, valid once it is sent.
+type Queued struct{ Rules []Rule }
+
+// QueueGet queues Get into p, for a transaction of one round trip.
+func QueueGet(p *db.Pipeline, tenantID string) *Queued {
+	r := &Queued{}
+	p.Add(func(ctx context.Context, q db.DBTX) error {
+		raw, err := db.Q.RoutingRulesGet(ctx, q, tenantID)
+		r.Rules, err = decode(tenantID, raw, err)
+		return err
+	})
+	return r
+}
+
+func decode(tenantID string, raw []byte, err error) ([]Rule, error) {
 	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 		return []Rule{}, nil
 	} else if err != nil {

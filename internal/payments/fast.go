@@ -1,0 +1,154 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/routing"
+)
+
+// The create path of a new payment in three round trips, each a whole
+// transaction sent at once (db.Pipeline), plus the provider call:
+//
+//  1. read the key and the tenant's routing rules (no transaction): a
+//     stored response replays from here;
+//  2. insert the key, locked to this request, and its attempt directly in
+//     PENDING at the first provider of its route, with the audit rows
+//     CREATED and PENDING: one commit, before the call;
+//  3. after the call, move the attempt, only while the key is still this
+//     request's (the update checks the lock token), with its audit row,
+//     its event, and the key's response or release, each conditional on
+//     the move having happened in this transaction.
+//
+// Whatever the fast path cannot decide alone, it leaves to the general path
+// (Acquire, markCalling, finish), having written nothing: a key to take
+// over, an order already paid, a first provider whose breaker is open, a
+// webhook that moved the attempt during the call, a lost lock, an armed
+// failpoint of the general path.
+
+// createFast runs steps 1 and 2 and drives the payment; done is false when
+// the request is the general path's.
+func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, done bool, err error) {
+	var read db.Pipeline
+	peek := idempotency.QueueGet(&read, in.TenantID, in.IdempotencyKey)
+	rules := routing.QueueGet(&read, in.TenantID)
+	if err := read.Send(ctx, s.pool); err != nil {
+		return Reply{}, true, err
+	}
+	if res, ok := peek.Answer(in.Fingerprint); ok {
+		reply, _, err := keyAnswer(res, res.AttemptID)
+		return reply, true, err
+	}
+	if !peek.Missing() || failpoint.Armed(failpoint.AfterKeyAcquired) {
+		return Reply{}, false, nil
+	}
+	route := routing.Route(rules.Rules, in.Currency, s.ProviderNames())
+	first, err := s.Provider(route[0])
+	if err != nil || first.BreakerOpen() {
+		return Reply{}, false, nil
+	}
+
+	n := attempts.New{
+		ID: attempts.NewID(), TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
+		Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
+		Description: in.Description, Metadata: in.Metadata, Route: route,
+	}
+	var acquire db.Pipeline
+	key := idempotency.QueueInsert(&acquire, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint, n.ID)
+	created := attempts.QueueInsertCalling(&acquire, n, first.Name())
+	err = acquire.Send(ctx, s.pool)
+	if errors.Is(err, db.ErrConflict) {
+		return Reply{}, false, nil // the order guard: the general path answers it
+	}
+	if err != nil {
+		return Reply{}, true, err
+	}
+	if !key.OK {
+		return Reply{}, false, nil // inserted by another request meanwhile
+	}
+	if !created.OK {
+		return Reply{}, true, fmt.Errorf("attempt %s of a new key was not inserted", n.ID)
+	}
+	metrics.IdempotencyOutcomes.WithLabelValues("created").Inc()
+	k := charges{s}
+	k.counted(attempts.Created, attempts.SourceAPI)
+	k.counted(attempts.Pending, attempts.SourceAPI)
+
+	// The route is chosen as for a CREATED payment: should the first
+	// provider not be reached at all, the general path takes it back to
+	// CREATED and on to the next.
+	pending := paymentSubject(created.Attempt)
+	unsent := created.Attempt
+	unsent.Status, unsent.Provider = attempts.Created, nil
+	fresh := paymentSubject(unsent)
+	reply, err = s.drive(ctx, k, key.Lock, fresh, &pending)
+	return reply, true, err
+}
+
+// finishFast is step 3; done is false when it moved nothing (and wrote
+// nothing), for finish to decide.
+func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending subject, c change) (reply Reply, done bool, err error) {
+	if failpoint.Armed(failpoint.BeforeCompleteCommit) {
+		return Reply{}, false, nil
+	}
+	a := pending.rec.(attempts.Attempt)
+	ac := attempts.Change{ID: a.ID, To: c.to, ChargeID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason}
+	var p db.Pipeline
+	moved, err := attempts.QueueFinish(&p, a, ac, lock.TenantID, lock.Key, lock.Token)
+	if err != nil {
+		return Reply{}, true, err
+	}
+	var key *idempotency.Completed
+	if c.to.Final() {
+		pub := attempts.Expected(a, ac).Public()
+		pub.UpdatedAt = time.Time{} // the transaction stamps it
+		b, err := json.Marshal(pub)
+		if err != nil {
+			return Reply{}, true, err
+		}
+		body, err := db.StampAt(b, "updated_at")
+		if err != nil {
+			return Reply{}, true, err
+		}
+		key = idempotency.QueueCompleteMoved(&p, lock, a.ID, string(c.to), StatusCode(c.to), body)
+	} else {
+		key = idempotency.QueueReleaseMoved(&p, lock, a.ID, string(c.to))
+	}
+	if err := p.Send(ctx, k.s.pool); err != nil {
+		return Reply{}, true, err
+	}
+	if !moved.OK {
+		return Reply{}, false, nil
+	}
+	if !key.OK {
+		// The move held the key row with the same token: this cannot be.
+		return Reply{}, true, fmt.Errorf("payment %s moved to %s but its key was not finished", a.ID, c.to)
+	}
+	k.counted(c.to, c.source)
+	reply, err = replyFor(moved.Attempt)
+	if c.to.Final() {
+		reply.Body = key.Body // what a replay answers, byte for byte
+	}
+	return reply, true, err
+}
+
+// fastFinisher is a kind with a finish of one round trip.
+type fastFinisher interface {
+	finishFast(ctx context.Context, lock idempotency.Lock, pending subject, c change) (Reply, bool, error)
+}
+
+var _ fastFinisher = charges{}
+
+// A subject committed PENDING by the fast path is at its first candidate.
+func premarkedAt(pre *subject, name string) bool {
+	return pre != nil && pre.status == lifecycle.Pending && pre.provider == name
+}
