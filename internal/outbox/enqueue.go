@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/ids"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // The events of the stream: their CloudEvents types, and the subject each is
@@ -48,15 +49,22 @@ type Event struct {
 // for the same SubjectID is not added again. The relays are woken when the
 // transaction commits (NOTIFY is delivered at commit), so a relay never
 // wakes to a row it cannot see yet. It returns the event's id (the
-// CloudEvents id and Nats-Msg-Id).
+// CloudEvents id and Nats-Msg-Id). With tracing on, the row keeps the
+// traceparent of ctx's span (the request or job that made the change), which
+// the relay puts on the envelope.
 func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 	subject := Subject(ev.Type)
 	if subject == "" || ev.SubjectID == "" || ev.PaymentID == "" {
 		return "", fmt.Errorf("enqueue: %q is not an event of the stream, or names no subject and payment", ev.Type)
 	}
 	id := ids.New("evt_", 12)
+	var traceparent *string
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		traceparent = &tp
+	}
 	err := db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
 		ID: id, Type: ev.Type, Subject: subject, SubjectID: ev.SubjectID, PaymentID: ev.PaymentID, Payload: ev.Payload,
+		Traceparent: traceparent,
 	})
 	if err != nil {
 		return "", fmt.Errorf("enqueue %s event: %w", ev.Type, err)

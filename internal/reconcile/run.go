@@ -7,12 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/refunds"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // Summary is what one Run did, printed as the job's JSON line. Every checked
@@ -92,8 +97,9 @@ func (r *Reconciler) targets() []target {
 // returns ErrProviderUnreachable, before touching anything, if the provider
 // does not answer at all; an error of the database stops it and is returned
 // with what was done so far.
-func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
-	var sum Summary
+func (r *Reconciler) Run(ctx context.Context) (sum Summary, err error) {
+	ctx, span := tracing.Start(ctx, "reconciler run")
+	defer func() { endSpan(span, err) }()
 	if err := r.probe(ctx); err != nil {
 		return sum, err
 	}
@@ -219,6 +225,13 @@ func (r *Reconciler) stopReason(ctx context.Context, deadline time.Time) string 
 func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (sum Summary, stop string) {
 	sum = Summary{Checked: 1}
 	log := r.log.With(t.name+"_id", c.ID)
+	ctx, span := tracing.Start(ctx, "reconciler check "+t.name, attribute.String(t.name+".id", c.ID))
+	defer func() {
+		span.SetAttributes(attribute.Int("reconciler.checks", c.CheckCount+1),
+			attribute.Bool("reconciler.resolved", sum.Succeeded+sum.Failed > 0),
+			attribute.Bool("reconciler.error", sum.Errors > 0))
+		span.End()
+	}()
 	status, failureCode, outcome, err := t.sync(ctx, c.ID, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
 	switch {
 	case errors.Is(err, provider.ErrUnavailable):
@@ -285,4 +298,13 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// endSpan ends a job's span, marking it failed with err.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "job failed")
+	}
+	span.End()
 }
