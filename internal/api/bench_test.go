@@ -1,10 +1,17 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // BenchmarkCreatePayment measures the whole create path over HTTP: auth,
@@ -53,4 +60,47 @@ func BenchmarkReplayPayment(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "replays/s")
+}
+
+// BenchmarkCreatePaymentTracing is BenchmarkCreatePayment with the provider
+// client of the binaries (provider.PooledHTTP), tracing off (the default: no
+// SDK, nothing instrumented) and on (every span through the batch processor
+// to an exporter that drops them, so the cost measured is the
+// instrumentation's, not a collector's). Run:
+// go test -run '^$' -bench CreatePaymentTracing ./internal/api
+func BenchmarkCreatePaymentTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				restore := tracing.Install(tp)
+				b.Cleanup(func() {
+					restore()
+					_ = tp.Shutdown(context.Background())
+				})
+			}
+			bd := setupWith(b, setupOptions{providerHTTP: provider.PooledHTTP()})
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
+					r := bd.do(http.MethodPost, "/v1/payments", []byte(body), map[string]string{
+						"Authorization": "Bearer " + bd.a.APIKey, "Idempotency-Key": fmt.Sprintf("bench-%d", n),
+						"Content-Type": "application/json",
+					})
+					if r.status != http.StatusCreated {
+						b.Fatalf("create: %d %s", r.status, r.raw)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
+		})
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/ratelimit"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
 )
@@ -32,17 +33,40 @@ type bundle struct {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
+	return setupWith(t, setupOptions{})
+}
+
+// setupOptions vary setup.
+type setupOptions struct {
+	// providerHTTP is the provider client's HTTP client (nil: http.DefaultClient).
+	providerHTTP *http.Client
+	// simWrap wraps the simulator's handler, e.g. to record what it is sent.
+	simWrap func(http.Handler) http.Handler
+	// rateLimit is the API's per-tenant limiter (nil: off).
+	rateLimit *ratelimit.Limiter
+}
+
+func setupWith(t testing.TB, opt setupOptions) *bundle {
+	t.Helper()
 	d := testdb.New(t)
 	log := slog.New(slog.DiscardHandler)
 
 	sim, err := providersim.New(providersim.Config{})
 	require.NoError(t, err)
-	simSrv := httptest.NewServer(sim.Handler())
+	var simHandler http.Handler = sim.Handler()
+	if opt.simWrap != nil {
+		simHandler = opt.simWrap(simHandler)
+	}
+	simSrv := httptest.NewServer(simHandler)
 	t.Cleanup(func() {
 		simSrv.Close()
 		_ = sim.Close()
 	})
-	prov := provider.NewResilient(provider.NewHTTPClient("sim", simSrv.URL, "sk_sim", http.DefaultClient), provider.Config{
+	provHTTP := opt.providerHTTP
+	if provHTTP == nil {
+		provHTTP = http.DefaultClient
+	}
+	prov := provider.NewResilient(provider.NewHTTPClient("sim", simSrv.URL, "sk_sim", provHTTP), provider.Config{
 		CallTimeout: 2 * time.Second, RetryBudget: 3 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second,
 	}, log)
 	svc, err := payments.NewService(d.Pool, prov, payments.Config{
@@ -50,7 +74,7 @@ func setup(t testing.TB) *bundle {
 		RetryBudget: 3 * time.Second, BreakerCooldown: time.Second,
 	}, log)
 	require.NoError(t, err)
-	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log}))
+	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log, RateLimit: opt.rateLimit}))
 	t.Cleanup(srv.Close)
 
 	b := &bundle{t: t, pool: d.Pool, url: srv.URL}
