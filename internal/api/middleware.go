@@ -74,6 +74,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 // what the handlers learnt: the tenant and the payment. Never the API key,
 // secrets or the body.
 func nameSpan(ctx context.Context, method, route string, f *reqlog.Fields) {
+	if !tracing.Enabled() {
+		return
+	}
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

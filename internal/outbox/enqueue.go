@@ -58,9 +58,10 @@ func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 		return "", fmt.Errorf("enqueue: %q is not an event of the stream, or names no subject and payment", ev.Type)
 	}
 	id := ids.New("evt_", 12)
-	var traceparent *string
+	var traceparent *string // NULL unless traced; allocated only then
 	if tp := tracing.Traceparent(ctx); tp != "" {
-		traceparent = &tp
+		traced := tp
+		traceparent = &traced
 	}
 	err := db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
 		ID: id, Type: ev.Type, Subject: subject, SubjectID: ev.SubjectID, PaymentID: ev.PaymentID, Payload: ev.Payload,
