@@ -38,10 +38,10 @@ func TestStatementName(t *testing.T) {
 	t.Parallel()
 	for sql, want := range map[string]string{
 		"-- name: OutboxInsert :exec\nINSERT INTO outbox VALUES ($1)": "OutboxInsert",
-		"\n-- name: IdemKeyGet :one\nSELECT 1":                         "IdemKeyGet",
-		"commit":                                                       "COMMIT",
-		"  select pg_advisory_lock($1)":                                "SELECT",
-		"-- a comment\nUPDATE x SET y = 1":                             "UPDATE",
+		"\n-- name: IdemKeyGet :one\nSELECT 1":                        "IdemKeyGet",
+		"commit":                                                      "COMMIT",
+		"  select pg_advisory_lock($1)":                               "SELECT",
+		"-- a comment\nUPDATE x SET y = 1":                            "UPDATE",
 	} {
 		if got := statementName(context.Background(), sql); got != want {
 			t.Errorf("statementName(%q) = %q, want %q", sql, got, want)
