@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -222,22 +223,23 @@ func (t *poolTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 func (t *poolTx) Commit(ctx context.Context) error {
 	defer t.release()
 	err := t.Tx.Commit(t.in(ctx))
-	t.end(err)
+	t.end("commit", err)
 	return err
 }
 
 func (t *poolTx) Rollback(ctx context.Context) error {
 	defer t.release()
 	err := t.Tx.Rollback(t.in(ctx))
-	if errors.Is(err, pgx.ErrTxClosed) {
-		err = nil // after a commit: the span has ended already
+	if !errors.Is(err, pgx.ErrTxClosed) { // else after a commit: the span has ended already
+		t.end("rollback", err)
 	}
-	t.end(err)
 	return err
 }
 
-func (t *poolTx) end(err error) {
+// end ends the transaction's span, saying how the transaction ended.
+func (t *poolTx) end(outcome string, err error) {
 	if t.span != nil {
+		t.span.SetAttributes(attribute.String("db.transaction.outcome", outcome))
 		endSpan(t.span, err)
 		t.span = nil
 	}

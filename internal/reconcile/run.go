@@ -118,11 +118,11 @@ func (r *Reconciler) Run(ctx context.Context) (sum Summary, err error) {
 		if !complete {
 			// The breaker opened or the deadline passed: the rest waits for
 			// the next run.
-			r.log.Info("reconciler run done", "summary", sum, "stopped_early", true)
+			r.log.InfoContext(ctx, "reconciler run done", "summary", sum, "stopped_early", true)
 			return sum, nil
 		}
 	}
-	r.log.Info("reconciler run done", "summary", sum, "stopped_early", false)
+	r.log.InfoContext(ctx, "reconciler run done", "summary", sum, "stopped_early", false)
 	return sum, nil
 }
 
@@ -243,15 +243,15 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 		} else {
 			sum.Failed = 1
 		}
-		log.Info(t.name+" resolved", "status", status, "failure_code", deref(failureCode))
+		log.InfoContext(ctx, t.name+" resolved", "status", status, "failure_code", deref(failureCode))
 		return sum, ""
 	case err == nil && outcome == payments.Busy:
 		// A live request (or another reconciler past our lease) holds the
 		// key: not a check; look again once that lock must have expired.
 		sum.StillUnknown = 1
-		log.Info("attempt key busy, checking later")
+		log.InfoContext(ctx, "attempt key busy, checking later")
 		if err := t.release(context.WithoutCancel(ctx), r.pool, []string{c.ID}, r.cfg.jitter(r.timing.LockTTL)); err != nil {
-			log.Error("hand back busy attempt", "err", err)
+			log.ErrorContext(ctx, "hand back busy attempt", "err", err)
 			sum.Errors = 1
 		}
 		return sum, ""
@@ -259,23 +259,23 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 		// A database error (or a key lost to a takeover): the lease expires
 		// and a later run tries again; the schedule is not advanced.
 		sum.StillUnknown, sum.Errors = 1, 1
-		log.Error("attempt check failed", "err", err)
+		log.ErrorContext(ctx, "attempt check failed", "err", err)
 		return sum, ""
 	}
 	// StillUnknown, or Unreachable: one step of the schedule.
 	sum.StillUnknown = 1
 	if err != nil {
 		sum.Errors = 1
-		log.Warn("provider could not be asked", "err", err)
+		log.WarnContext(ctx, "provider could not be asked", "err", err)
 	}
 	flagged, serr := r.schedule(ctx, t, c)
 	if serr != nil {
-		log.Error("schedule next check", "err", serr)
+		log.ErrorContext(ctx, "schedule next check", "err", serr)
 		sum.Errors = 1
 	}
 	if flagged {
 		sum.NeedsReview = 1
-		log.Warn("attempt needs review: check schedule spent", "checks", c.CheckCount+1)
+		log.WarnContext(ctx, "attempt needs review: check schedule spent", "checks", c.CheckCount+1)
 	}
 	return sum, ""
 }
