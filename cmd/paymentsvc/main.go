@@ -30,6 +30,11 @@ const usage = `Usage:
                                           means 127.0.0.1), or URL; exit 0 if it answers
                                           200, else 1 (for container HEALTHCHECKs)
 
+Tracing (environment only, the OpenTelemetry SDK's variables): on when
+OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (and
+OTEL_SDK_DISABLED is not true); OTEL_SERVICE_NAME defaults to "paymentsvc".
+See docs/configuration.md.
+
 Every flag can also be set by the environment variable of the same name in
 upper case (--database-url ⇔ DATABASE_URL). Flags:`
 

@@ -367,3 +367,34 @@ func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
 	applied, _ := appliedMigrations(t, url)
 	require.Equal(t, migrationVersions(t), applied, "each migration applied once:\n%s\n%s", pods[0].Logs(), pods[1].Logs())
 }
+
+// TENANT_RATE_LIMIT and TENANT_RATE_BURST are shown by -h; a negative value
+// is refused at startup (exit 1, one line naming the setting), a malformed
+// one as bad usage (exit 2).
+func TestTenantRateLimitSettings(t *testing.T) {
+	t.Parallel()
+	_, help, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, help, "--tenant-rate-limit")
+	require.Contains(t, help, "--tenant-rate-burst")
+	require.Contains(t, help, "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+	for _, env := range []string{"TENANT_RATE_LIMIT=-1", "TENANT_RATE_BURST=-2"} {
+		_, stderr, code := runCLI(t, []string{
+			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"), env,
+		}, "serve")
+		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
+		lines := logLines(stderr)
+		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
+		require.Contains(t, lines[0].Raw, "TENANT_RATE_")
+		require.NotContains(t, stderr, `"msg":"listening"`)
+	}
+	for _, env := range []string{"TENANT_RATE_LIMIT=fast", "TENANT_RATE_LIMIT=NaN", "TENANT_RATE_BURST=1.5"} {
+		_, stderr, code := runCLI(t, []string{"HTTP_ADDR=127.0.0.1:0", env}, "serve")
+		require.Equal(t, 2, code, "%s, stderr: %s", env, stderr)
+		require.Contains(t, stderr, strings.SplitN(env, "=", 2)[0])
+	}
+	_, stderr, code := runCLI(t, nil, "serve", "--tenant-rate-limit", "-0.5", "--database-url", testdb.NewEmpty(t), "--http-addr", "127.0.0.1:0")
+	require.Equal(t, 1, code, "stderr: %s", stderr)
+	require.Contains(t, stderr, "TENANT_RATE_LIMIT")
+}

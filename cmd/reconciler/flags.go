@@ -127,6 +127,10 @@ unreachable, invalid configuration), 2 bad usage.
 
 Run "reconciler COMMAND -h" for a command's flags. Every flag can also be set
 by the environment variable named after it (--database-url ⇔ DATABASE_URL).
+
+Tracing (environment only, the OpenTelemetry SDK's variables): on when
+OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (and
+OTEL_SDK_DISABLED is not true); OTEL_SERVICE_NAME defaults to "reconciler".
 `
 
 // topUsage answers "reconciler -h" and an unknown command.

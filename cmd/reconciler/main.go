@@ -23,7 +23,12 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/reconcile"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
+
+// serviceName is the service.name of the job's traces unless
+// OTEL_SERVICE_NAME says otherwise.
+const serviceName = "reconciler"
 
 // connectTimeout bounds reaching the database, retries included (a run
 // started during a database failover waits for the new primary); the job
@@ -67,6 +72,13 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("job", "reconciler", "command", cmd)
+	stopTracing, err := tracing.Setup(ctx, serviceName, log)
+	if err != nil {
+		log.Error("invalid tracing configuration", "err", err)
+		return 1
+	}
+	defer stopTracing() // flushes the job's spans, bounded, before the exit
+	log = tracing.Logger(log)
 	shared := s.shared()
 	cfg := s.config()
 	cfg.Logger = log

@@ -1,8 +1,8 @@
 -- OutboxInsert is the one way a row gets into the outbox (outbox.Enqueue),
 -- in the transaction that makes the change the event reports.
 -- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, traceparent)
+VALUES ($1, $2, $3, $4, $5, $6, sqlc.narg(traceparent))
 ON CONFLICT (subject_id, type) DO NOTHING;
 
 -- Wakes the outbox relays (LISTEN outbox) when the transaction commits.
@@ -16,7 +16,7 @@ SELECT pg_notify('outbox', '');
 -- for fresh rows and follows outbox_unpublished_idx without a sort; rows that
 -- failed wait their backoff instead of blocking the head of the queue.
 -- name: OutboxClaim :many
-SELECT id, type, subject, payment_id, payload, created_at, publish_attempts
+SELECT id, type, subject, payment_id, payload, created_at, publish_attempts, traceparent
 FROM outbox
 WHERE published_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at, id
@@ -79,9 +79,10 @@ WHERE id IN (
 -- relays for the row it inserts and returns how many (0 or 1).
 -- name: OutboxInsertMoved :one
 WITH ins AS (
-    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, traceparent)
     SELECT sqlc.arg(id)::text, sqlc.arg(type)::text, sqlc.arg(subject)::text, sqlc.arg(payment_id)::text, sqlc.arg(payment_id)::text,
-           (sqlc.arg(payload_head)::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || sqlc.arg(payload_tail)::text)::jsonb
+           (sqlc.arg(payload_head)::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || sqlc.arg(payload_tail)::text)::jsonb,
+           sqlc.narg(traceparent)::text
     WHERE EXISTS (
         SELECT 1 FROM payment_attempts AS a
         WHERE a.id = sqlc.arg(payment_id)::text AND a.status = sqlc.arg(status)::text AND a.xmin = pg_current_xact_id()::xid

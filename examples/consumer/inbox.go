@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // Event is the CloudEvents 1.0 envelope of a PaymentSucceeded event, as the
@@ -20,7 +22,10 @@ type Event struct {
 	Type    string    `json:"type"`
 	Time    time.Time `json:"time"`
 	Subject string    `json:"subject"` // the payment id
-	Data    Payment   `json:"data"`
+	// Traceparent is the CloudEvents distributed-tracing extension: the W3C
+	// traceparent of the request that produced the event, when it was traced.
+	Traceparent string  `json:"traceparent,omitempty"`
+	Data        Payment `json:"data"`
 }
 
 // Payment is the part of the event's data this consumer uses.
@@ -117,8 +122,13 @@ func (in *Inbox) Handle(ctx context.Context, msg jetstream.Msg) (applied bool, e
 	if ev.Type != "PaymentSucceeded" {
 		return false, msg.Ack() // not ours to handle
 	}
+	ctx, span := startProcessing(ctx, ev)
+	defer span.End()
 	applied, err = in.Apply(ctx, ev)
+	span.SetAttributes(attribute.Bool("consumer.applied", applied))
 	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "apply failed")
 		// Database trouble: let JetStream redeliver a little later.
 		_ = msg.NakWithDelay(5 * time.Second)
 		return false, err

@@ -51,7 +51,14 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, configFromEnv(), log); err != nil {
+	stopTracing, err := setupTracing(ctx, log)
+	if err != nil {
+		log.Error("tracing", "err", err)
+		os.Exit(1)
+	}
+	err = run(ctx, configFromEnv(), log)
+	stopTracing()
+	if err != nil {
 		log.Error("consumer failed", "err", err)
 		os.Exit(1)
 	}

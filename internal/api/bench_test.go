@@ -1,13 +1,21 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // BenchmarkCreatePayment measures the whole create path over HTTP: auth,
@@ -80,4 +88,61 @@ func (f *firstError) get() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// BenchmarkCreatePaymentTracing is BenchmarkCreatePayment with the provider
+// client of the binaries (provider.PooledHTTP), tracing off (the default: no
+// SDK, nothing instrumented) and on (every span through the batch processor
+// to an exporter that drops them, so the cost measured is the
+// instrumentation's, not a collector's). Run:
+// go test -run '^$' -bench CreatePaymentTracing ./internal/api
+func BenchmarkCreatePaymentTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				restore := tracing.Install(tp)
+				b.Cleanup(func() {
+					restore()
+					_ = tp.Shutdown(context.Background())
+				})
+			}
+			bd := setupWith(b, setupOptions{providerHTTP: provider.PooledHTTP()})
+			c := bd.client(bd.a)
+			var (
+				seq  atomic.Int64
+				errs firstError
+			)
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
+					r, err := c.Pay(fmt.Sprintf("bench-%d", n), body)
+					errs.check(err, r.Status, "create")
+				}
+			})
+			require.NoError(b, errs.get())
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
+			// CPU time of this process (API, provider client, simulator;
+			// not PostgreSQL's) per payment: steadier than ns/op on a
+			// shared machine, and where tracing's cost is.
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

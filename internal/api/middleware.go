@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/ids"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/reqlog"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 func requestID(ctx context.Context) string { return reqlog.From(ctx).RequestID }
@@ -21,7 +24,8 @@ func requestID(ctx context.Context) string { return reqlog.From(ctx).RequestID }
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
 
 // observe gives every request an id (X-Request-Id honoured if sane, else
-// generated, and echoed), then logs one line and records metrics for it.
+// generated, and echoed), then logs one line and records metrics for it,
+// and (tracing on) names its span after the route.
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -44,6 +48,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
+			nameSpan(ctx, r.Method, route, fields)
 			elapsed := time.Since(start)
 			method := methodLabel(r.Method)
 			metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
@@ -63,6 +68,30 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
+}
+
+// nameSpan names the request's span (tracing on) after its route and adds
+// what the handlers learnt: the tenant and the payment. Never the API key,
+// secrets or the body.
+func nameSpan(ctx context.Context, method, route string, f *reqlog.Fields) {
+	if !tracing.Enabled() {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	if route == "unmatched" {
+		route = ""
+	}
+	attrs := []attribute.KeyValue{tracing.AttrRequestID.String(f.RequestID)}
+	if f.TenantID != "" {
+		attrs = append(attrs, tracing.AttrTenantID.String(f.TenantID))
+	}
+	if f.PaymentID != "" {
+		attrs = append(attrs, tracing.AttrPaymentID.String(f.PaymentID))
+	}
+	tracing.NameRequest(span, methodLabel(method), route, attrs...)
 }
 
 // standardMethods are the methods a metric label may name (RFC 9110's and

@@ -18,8 +18,10 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/ratelimit"
 	"github.com/acme/paymentsvc/internal/reqlog"
 	"github.com/acme/paymentsvc/internal/tenants"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // Deps are what the API is built from.
@@ -30,6 +32,8 @@ type Deps struct {
 	OpenAPI  []byte       // served at /openapi.yaml
 	Draining *atomic.Bool // set during shutdown: /readyz answers 503
 	Log      *slog.Logger
+	// RateLimit is the per-tenant token bucket of the tenant API; nil: off.
+	RateLimit *ratelimit.Limiter
 }
 
 type server struct {
@@ -37,7 +41,8 @@ type server struct {
 	log *slog.Logger
 }
 
-// New returns the service's HTTP handler.
+// New returns the service's HTTP handler; with tracing on, requests under
+// /v1/ are traced (tracing.Handler), continuing an incoming traceparent.
 func New(d Deps) http.Handler {
 	if d.Draining == nil {
 		d.Draining = new(atomic.Bool)
@@ -63,8 +68,13 @@ func New(d Deps) http.Handler {
 	if s.Webhooks != nil {
 		r.Method(http.MethodPost, "/v1/webhooks/{provider}", s.Webhooks)
 	}
+	// The tenant API: authenticated, then rate limited per tenant, before
+	// any handler reads its Idempotency-Key.
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
+		if s.RateLimit != nil {
+			r.Use(s.limitTenant)
+		}
 		r.Post("/v1/payments", s.createPayment)
 		r.Get("/v1/payments", s.listPayments)
 		r.Get("/v1/payments/{id}", s.getPayment)
@@ -74,7 +84,7 @@ func New(d Deps) http.Handler {
 		r.Put("/v1/routing", s.putRouting)
 		r.Get("/v1/routing", s.getRouting)
 	})
-	return r
+	return tracing.Handler(r)
 }
 
 func (s *server) ready(w http.ResponseWriter, r *http.Request) {

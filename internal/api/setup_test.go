@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/ratelimit"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
 )
@@ -32,18 +34,37 @@ type bundle struct {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
+	return setupWith(t, setupOptions{})
+}
+
+// setupOptions vary setup.
+type setupOptions struct {
+	// providerHTTP is the provider client's HTTP client (nil: a new one).
+	providerHTTP *http.Client
+	// simWrap wraps the simulator's handler, e.g. to record what it is sent.
+	simWrap func(http.Handler) http.Handler
+	// rateLimit is the API's per-tenant limiter (nil: off).
+	rateLimit *ratelimit.Limiter
+}
+
+func setupWith(t testing.TB, opt setupOptions) *bundle {
+	t.Helper()
 	d := testdb.New(t)
 	log := slog.New(slog.DiscardHandler)
-	sim := proctest.ServeSim(t, providersim.Config{APIKey: "sk_sim"}, nil)
-	prov := sim.Provider("sk_sim", provider.Config{
+	sim := proctest.ServeSim(t, providersim.Config{APIKey: "sk_sim"}, opt.simWrap)
+	provHTTP := opt.providerHTTP
+	if provHTTP == nil {
+		provHTTP = &http.Client{}
+	}
+	prov := provider.NewResilient(provider.NewHTTPClient("sim", sim.URL(), "sk_sim", provHTTP), provider.Config{
 		CallTimeout: 2 * time.Second, RetryBudget: 3 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second,
-	})
+	}, log)
 	svc, err := payments.NewService(d.Pool, prov, payments.Config{
 		LockTTL: 30 * time.Second, KeyTTL: 48 * time.Hour, CallTimeout: 2 * time.Second,
 		RetryBudget: 3 * time.Second, BreakerCooldown: time.Second,
 	}, log)
 	require.NoError(t, err)
-	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log}))
+	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log, RateLimit: opt.rateLimit}))
 	t.Cleanup(srv.Close)
 
 	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, "")}

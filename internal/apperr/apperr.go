@@ -30,6 +30,7 @@ const (
 	PaymentNotRefundable  Code = "payment_not_refundable"
 	RefundExceeds         Code = "refund_exceeds_refundable"
 	RefundNotFound        Code = "refund_not_found"
+	RateLimited           Code = "rate_limited"
 	NotFound              Code = "not_found"
 	MethodNotAllowed      Code = "method_not_allowed"
 	Internal              Code = "internal_error"
@@ -39,7 +40,7 @@ const (
 type Error struct {
 	Code       Code
 	Detail     string // safe to show a client
-	RetryAfter int    // seconds, for in_use and the *_unavailable codes
+	RetryAfter int    // seconds, for in_use, rate_limited and the *_unavailable codes
 	PaymentID  string // for order_already_has_payment
 }
 

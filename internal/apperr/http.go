@@ -24,6 +24,7 @@ var statusOf = map[Code]int{
 	PaymentNotRefundable:  http.StatusConflict,
 	RefundExceeds:         http.StatusUnprocessableEntity,
 	RefundNotFound:        http.StatusNotFound,
+	RateLimited:           http.StatusTooManyRequests,
 	NotFound:              http.StatusNotFound,
 	MethodNotAllowed:      http.StatusMethodNotAllowed,
 	Internal:              http.StatusInternalServerError,

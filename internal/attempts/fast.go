@@ -60,10 +60,11 @@ func Expected(a Attempt, c Change) Attempt {
 
 // QueueFinish queues the transition of a from its status to c.To, only while
 // the request still holds its key (owner lock: tenant, key, token), with its
-// audit row, and for a final status its event: the transition's one round
-// trip. Queued.OK is false when nothing moved (the key was taken over, or
-// another path moved the attempt first); then nothing else is written.
-func QueueFinish(p *db.Pipeline, a Attempt, c Change, tenantID, key string, token int64) (*Queued, error) {
+// audit row, and for a final status its event (with ctx's traceparent): the
+// transition's one round trip. Queued.OK is false when nothing moved (the key
+// was taken over, or another path moved the attempt first); then nothing
+// else is written.
+func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenantID, key string, token int64) (*Queued, error) {
 	var event db.Stamped
 	if c.To.Final() {
 		pub := Expected(a, c).Public()
@@ -94,7 +95,7 @@ func QueueFinish(p *db.Pipeline, a Attempt, c Change, tenantID, key string, toke
 	if c.To == Failed {
 		typ = EventPaymentFailed
 	}
-	return q, outbox.QueueEnqueueMoved(p, outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID}, event, string(c.To))
+	return q, outbox.QueueEnqueueMoved(ctx, p, outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID}, event, string(c.To))
 }
 
 // take keeps a queued statement's row; no row is not an error.

@@ -223,13 +223,16 @@ func (p *Proc) Tail(n int) string {
 }
 
 // Env is the environment given to child processes: this process's, without
-// the services' settings, so that a developer's exported DATABASE_URL or
-// PROVIDER_URL cannot leak into processes configured explicitly.
+// the services' settings, so that a developer's exported DATABASE_URL,
+// PROVIDER_URL or OTEL_EXPORTER_OTLP_ENDPOINT cannot leak into processes
+// configured explicitly.
 func Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "SIM_") || strings.HasPrefix(name, "PROVIDER_") || strings.HasPrefix(name, "RECONCILER_") ||
+			strings.HasPrefix(name, "OTEL_") || strings.HasPrefix(name, "TENANT_RATE_") || strings.HasPrefix(name, "WEBHOOK_SECRETS") ||
+			strings.HasPrefix(name, "OUTBOX_") ||
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
 			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
 			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||

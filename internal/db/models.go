@@ -47,6 +47,7 @@ type Outbox struct {
 	NextAttemptAt   time.Time
 	SubjectID       string
 	Subject         string
+	Traceparent     *string
 }
 
 type PaymentAttempt struct {

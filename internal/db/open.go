@@ -18,6 +18,7 @@ import (
 
 	"github.com/acme/paymentsvc/db/migrations"
 	"github.com/acme/paymentsvc/internal/redact"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
@@ -32,7 +33,8 @@ const DefaultConnectTimeout = 5 * time.Second
 // Open connects a pool to databaseURL. Unless the URL sets pool_max_conns,
 // the pool has DefaultMaxConns connections; every wait for one is bounded by
 // DefaultAcquireTimeout. A connection that the server says cannot serve us
-// (see ErrUnavailable) is discarded, not reused.
+// (see ErrUnavailable) is discarded, not reused. With tracing on, every
+// statement is a span (tracing.PgxTracer).
 func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -45,6 +47,9 @@ func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	cfg.ConnConfig.OnPgError = discardOnUnavailable(cfg.ConnConfig.OnPgError)
+	if t := tracing.PgxTracer(); t != nil { // tracing on: a span per statement
+		cfg.ConnConfig.Tracer = t
+	}
 	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

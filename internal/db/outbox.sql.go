@@ -12,7 +12,7 @@ import (
 )
 
 const outboxClaim = `-- name: OutboxClaim :many
-SELECT id, type, subject, payment_id, payload, created_at, publish_attempts
+SELECT id, type, subject, payment_id, payload, created_at, publish_attempts, traceparent
 FROM outbox
 WHERE published_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at, id
@@ -28,6 +28,7 @@ type OutboxClaimRow struct {
 	Payload         json.RawMessage
 	CreatedAt       time.Time
 	PublishAttempts int32
+	Traceparent     *string
 }
 
 // OutboxClaim locks a batch of due rows for the caller's transaction; SKIP
@@ -53,6 +54,7 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, maxRows int32) ([]Ou
 			&i.Payload,
 			&i.CreatedAt,
 			&i.PublishAttempts,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -94,18 +96,19 @@ func (q *Queries) OutboxDeletePublishedBefore(ctx context.Context, db DBTX, arg 
 }
 
 const outboxInsert = `-- name: OutboxInsert :exec
-INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, traceparent)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (subject_id, type) DO NOTHING
 `
 
 type OutboxInsertParams struct {
-	ID        string
-	Type      string
-	Subject   string
-	SubjectID string
-	PaymentID string
-	Payload   json.RawMessage
+	ID          string
+	Type        string
+	Subject     string
+	SubjectID   string
+	PaymentID   string
+	Payload     json.RawMessage
+	Traceparent *string
 }
 
 // OutboxInsert is the one way a row gets into the outbox (outbox.Enqueue),
@@ -118,18 +121,20 @@ func (q *Queries) OutboxInsert(ctx context.Context, db DBTX, arg OutboxInsertPar
 		arg.SubjectID,
 		arg.PaymentID,
 		arg.Payload,
+		arg.Traceparent,
 	)
 	return err
 }
 
 const outboxInsertMoved = `-- name: OutboxInsertMoved :one
 WITH ins AS (
-    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload)
+    INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, traceparent)
     SELECT $1::text, $2::text, $3::text, $4::text, $4::text,
-           ($5::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || $6::text)::jsonb
+           ($5::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || $6::text)::jsonb,
+           $7::text
     WHERE EXISTS (
         SELECT 1 FROM payment_attempts AS a
-        WHERE a.id = $4::text AND a.status = $7::text AND a.xmin = pg_current_xact_id()::xid
+        WHERE a.id = $4::text AND a.status = $8::text AND a.xmin = pg_current_xact_id()::xid
     )
     ON CONFLICT (subject_id, type) DO NOTHING
     RETURNING 1
@@ -144,6 +149,7 @@ type OutboxInsertMovedParams struct {
 	PaymentID   string
 	PayloadHead string
 	PayloadTail string
+	Traceparent *string
 	Status      string
 }
 
@@ -162,6 +168,7 @@ func (q *Queries) OutboxInsertMoved(ctx context.Context, db DBTX, arg OutboxInse
 		arg.PaymentID,
 		arg.PayloadHead,
 		arg.PayloadTail,
+		arg.Traceparent,
 		arg.Status,
 	)
 	var count int64

@@ -11,6 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // DefaultAcquireTimeout bounds the wait for a pool connection. Past it the
@@ -111,12 +116,14 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) 
 	if err != nil {
 		return nil, err
 	}
-	tx, err := c.BeginTx(ctx, opts)
+	tctx, span := tracing.StartTx(ctx)
+	tx, err := c.BeginTx(tctx, opts)
 	if err != nil {
+		endSpan(span, err)
 		c.Release()
 		return nil, err
 	}
-	return &poolTx{Tx: tx, release: sync.OnceFunc(c.Release)}, nil
+	return &poolTx{Tx: tx, release: sync.OnceFunc(c.Release), span: span}, nil
 }
 
 // Ping checks that a connection can be had and answers.
@@ -179,17 +186,72 @@ func (b errBatch) QueryRow() pgx.Row                { return errRow(b) }
 func (b errBatch) Close() error                     { return b.err }
 func (b errBatch) Tx() pgx.Tx                       { return nil }
 
+// poolTx is a transaction on a connection of the pool. When the request is
+// traced, span is the transaction's: its statements are run as its children
+// (whatever context the caller passes, the span is swapped in), and it ends
+// with the COMMIT or ROLLBACK.
 type poolTx struct {
 	pgx.Tx
 	release func()
+	span    trace.Span // nil when not traced
+}
+
+// in returns ctx with the transaction's span as the current span.
+func (t *poolTx) in(ctx context.Context) context.Context {
+	if t.span == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, t.span)
+}
+
+func (t *poolTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.Tx.Exec(t.in(ctx), sql, args...)
+}
+
+func (t *poolTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.Tx.Query(t.in(ctx), sql, args...)
+}
+
+func (t *poolTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.Tx.QueryRow(t.in(ctx), sql, args...)
+}
+
+func (t *poolTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.Tx.SendBatch(t.in(ctx), b)
 }
 
 func (t *poolTx) Commit(ctx context.Context) error {
 	defer t.release()
-	return t.Tx.Commit(ctx)
+	err := t.Tx.Commit(t.in(ctx))
+	t.end("commit", err)
+	return err
 }
 
 func (t *poolTx) Rollback(ctx context.Context) error {
 	defer t.release()
-	return t.Tx.Rollback(ctx)
+	err := t.Tx.Rollback(t.in(ctx))
+	if !errors.Is(err, pgx.ErrTxClosed) { // else after a commit: the span has ended already
+		t.end("rollback", err)
+	}
+	return err
+}
+
+// end ends the transaction's span, saying how the transaction ended.
+func (t *poolTx) end(outcome string, err error) {
+	if t.span != nil {
+		t.span.SetAttributes(attribute.String("db.transaction.outcome", outcome))
+		endSpan(t.span, err)
+		t.span = nil
+	}
+}
+
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "transaction failed")
+	}
+	span.End()
 }

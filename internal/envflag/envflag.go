@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -138,6 +139,22 @@ func (s *Set) Int(env string, def int, usage string) *int {
 		}
 	}
 	return s.fs.Int(FlagName(env), v, s.usage(env, usage))
+}
+
+// Float registers a floating-point setting; a malformed environment value
+// (or NaN, or an infinity) is reported by Parse. The flag itself takes what
+// strconv.ParseFloat takes: callers check the range.
+func (s *Set) Float(env string, def float64, usage string) *float64 {
+	v := def
+	if raw := s.env(env, ""); raw != "" {
+		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			s.errs = append(s.errs, fmt.Errorf("%s: invalid number %q", env, raw))
+		} else {
+			v = f
+		}
+	}
+	return s.fs.Float64(FlagName(env), v, s.usage(env, usage))
 }
 
 // Bool registers an on/off setting: on, true, 1, yes and off, false, 0, no.

@@ -151,10 +151,14 @@ func (r *Relay) mark(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, e
 }
 
 func eventFromRow(row db.OutboxClaimRow) event {
-	return event{
+	ev := event{
 		ID: row.ID, Type: row.Type, PaymentID: row.PaymentID, Payload: row.Payload,
 		CreatedAt: row.CreatedAt,
 	}
+	if row.Traceparent != nil {
+		ev.Traceparent = *row.Traceparent
+	}
+	return ev
 }
 
 func truncate(s string, n int) string {

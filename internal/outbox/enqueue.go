@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/ids"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // The events of the stream: their CloudEvents types, and the subject each is
@@ -48,15 +49,23 @@ type Event struct {
 // for the same SubjectID is not added again. The relays are woken when the
 // transaction commits (NOTIFY is delivered at commit), so a relay never
 // wakes to a row it cannot see yet. It returns the event's id (the
-// CloudEvents id and Nats-Msg-Id).
+// CloudEvents id and Nats-Msg-Id). With tracing on, the row keeps the
+// traceparent of ctx's span (the request or job that made the change), which
+// the relay puts on the envelope.
 func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 	subject := Subject(ev.Type)
 	if subject == "" || ev.SubjectID == "" || ev.PaymentID == "" {
 		return "", fmt.Errorf("enqueue: %q is not an event of the stream, or names no subject and payment", ev.Type)
 	}
 	id := ids.New("evt_", 12)
+	var traceparent *string // NULL unless traced; allocated only then
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		traced := tp
+		traceparent = &traced
+	}
 	err := db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
 		ID: id, Type: ev.Type, Subject: subject, SubjectID: ev.SubjectID, PaymentID: ev.PaymentID, Payload: ev.Payload,
+		Traceparent: traceparent,
 	})
 	if err != nil {
 		return "", fmt.Errorf("enqueue %s event: %w", ev.Type, err)
@@ -71,8 +80,8 @@ func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 // sent in one round trip: the event is added only if that transaction moved
 // the payment (ev.PaymentID) into status, and its data is payload stamped
 // with the time the transaction set as the payment's updated_at. The relays
-// are woken for it at commit.
-func QueueEnqueueMoved(p *db.Pipeline, ev Event, payload db.Stamped, status string) error {
+// are woken for it at commit. ctx gives the traceparent, as for Enqueue.
+func QueueEnqueueMoved(ctx context.Context, p *db.Pipeline, ev Event, payload db.Stamped, status string) error {
 	subject := Subject(ev.Type)
 	if subject == "" || ev.SubjectID != ev.PaymentID || ev.PaymentID == "" {
 		return fmt.Errorf("enqueue: %q is not an event of the stream about payment %q", ev.Type, ev.PaymentID)
@@ -80,6 +89,9 @@ func QueueEnqueueMoved(p *db.Pipeline, ev Event, payload db.Stamped, status stri
 	arg := db.OutboxInsertMovedParams{
 		ID: ids.New("evt_", 12), Type: ev.Type, Subject: subject, PaymentID: ev.PaymentID,
 		PayloadHead: payload.Head, PayloadTail: payload.Tail, Status: status,
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		arg.Traceparent = &tp
 	}
 	p.Add(func(ctx context.Context, q db.DBTX) error {
 		_, err := db.Q.OutboxInsertMoved(ctx, q, arg)

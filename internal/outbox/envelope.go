@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// envelope is a CloudEvents 1.0 event in structured JSON mode.
+// envelope is a CloudEvents 1.0 event in structured JSON mode. Traceparent
+// is the distributed-tracing extension: the W3C traceparent of the request
+// that produced the event, absent when it was not traced.
 type envelope struct {
 	SpecVersion     string          `json:"specversion"`
 	ID              string          `json:"id"`
@@ -14,6 +16,7 @@ type envelope struct {
 	Time            string          `json:"time"`
 	DataContentType string          `json:"datacontenttype"`
 	Subject         string          `json:"subject"`
+	Traceparent     string          `json:"traceparent,omitempty"`
 	Data            json.RawMessage `json:"data"`
 }
 
@@ -24,6 +27,8 @@ type event struct {
 	PaymentID string
 	Payload   json.RawMessage
 	CreatedAt time.Time
+	// Traceparent is the producing request's, or "".
+	Traceparent string
 }
 
 // marshal returns the event's CloudEvents envelope. The outbox id is the
@@ -38,6 +43,7 @@ func (e event) marshal(source string) ([]byte, error) {
 		Time:            e.CreatedAt.UTC().Format(time.RFC3339Nano),
 		DataContentType: "application/json",
 		Subject:         e.PaymentID,
+		Traceparent:     e.Traceparent,
 		Data:            e.Payload,
 	})
 }

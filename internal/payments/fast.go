@@ -103,7 +103,7 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 	a := pending.rec.(attempts.Attempt)
 	ac := attempts.Change{ID: a.ID, To: c.to, ChargeID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason}
 	var p db.Pipeline
-	moved, err := attempts.QueueFinish(&p, a, ac, lock.TenantID, lock.Key, lock.Token)
+	moved, err := attempts.QueueFinish(ctx, &p, a, ac, lock.TenantID, lock.Key, lock.Token)
 	if err != nil {
 		return Reply{}, true, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/redact"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // Operation names, used in errors and as the op label of metrics.
@@ -66,12 +67,13 @@ func (s *HTTPClient) Name() string { return s.name }
 // PooledHTTP returns the http.Client provider calls are made with: it keeps
 // enough idle connections that concurrent payments reuse them instead of
 // opening one per call. It sets no timeout of its own: every call has its
-// context's, set by Resilient.
+// context's, set by Resilient. With tracing on, every HTTP try is a span
+// of its own and carries the caller's traceparent to the provider.
 func PooledHTTP() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: tracing.Transport("provider", &http.Transport{
 		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 64,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 5 * time.Second,
-	}}
+	})}
 }
 
 // chargeBody is the body of POST /v1/charges.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/outbox"
+	"github.com/acme/paymentsvc/internal/tracing"
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
@@ -28,6 +29,8 @@ type GCReport struct {
 // GC only calls them. The report counts what was deleted, also when GC
 // fails midway.
 func (r *Reconciler) GC(ctx context.Context) (GCReport, error) {
+	ctx, span := tracing.Start(ctx, "reconciler gc")
+	defer span.End()
 	var rep GCReport
 	var err error
 	if rep.Deleted, err = idempotency.DeleteExpired(ctx, r.pool, r.cfg.GCBatchSize); err != nil {

@@ -7,12 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/refunds"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // Summary is what one Run did, printed as the job's JSON line. Every checked
@@ -92,8 +97,9 @@ func (r *Reconciler) targets() []target {
 // returns ErrProviderUnreachable, before touching anything, if the provider
 // does not answer at all; an error of the database stops it and is returned
 // with what was done so far.
-func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
-	var sum Summary
+func (r *Reconciler) Run(ctx context.Context) (sum Summary, err error) {
+	ctx, span := tracing.Start(ctx, "reconciler run")
+	defer func() { endSpan(span, err) }()
 	if err := r.probe(ctx); err != nil {
 		return sum, err
 	}
@@ -112,11 +118,11 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		if !complete {
 			// The breaker opened or the deadline passed: the rest waits for
 			// the next run.
-			r.log.Info("reconciler run done", "summary", sum, "stopped_early", true)
+			r.log.InfoContext(ctx, "reconciler run done", "summary", sum, "stopped_early", true)
 			return sum, nil
 		}
 	}
-	r.log.Info("reconciler run done", "summary", sum, "stopped_early", false)
+	r.log.InfoContext(ctx, "reconciler run done", "summary", sum, "stopped_early", false)
 	return sum, nil
 }
 
@@ -219,6 +225,13 @@ func (r *Reconciler) stopReason(ctx context.Context, deadline time.Time) string 
 func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (sum Summary, stop string) {
 	sum = Summary{Checked: 1}
 	log := r.log.With(t.name+"_id", c.ID)
+	ctx, span := tracing.Start(ctx, "reconciler check "+t.name, attribute.String(t.name+".id", c.ID))
+	defer func() {
+		span.SetAttributes(attribute.Int("reconciler.checks", c.CheckCount+1),
+			attribute.Bool("reconciler.resolved", sum.Succeeded+sum.Failed > 0),
+			attribute.Bool("reconciler.error", sum.Errors > 0))
+		span.End()
+	}()
 	status, failureCode, outcome, err := t.sync(ctx, c.ID, payments.SyncOptions{Source: attempts.SourceReconciler, AbandonCreated: true})
 	switch {
 	case errors.Is(err, provider.ErrUnavailable):
@@ -238,15 +251,15 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 		} else {
 			sum.Failed = 1
 		}
-		log.Info(t.name+" resolved", "status", status, "failure_code", deref(failureCode))
+		log.InfoContext(ctx, t.name+" resolved", "status", status, "failure_code", deref(failureCode))
 		return sum, ""
 	case err == nil && outcome == payments.Busy:
 		// A live request (or another reconciler past our lease) holds the
 		// key: not a check; look again once that lock must have expired.
 		sum.StillUnknown = 1
-		log.Info("attempt key busy, checking later")
+		log.InfoContext(ctx, "attempt key busy, checking later")
 		if err := t.release(context.WithoutCancel(ctx), r.pool, []string{c.ID}, r.cfg.jitter(r.timing.LockTTL)); err != nil {
-			log.Error("hand back busy attempt", "err", err)
+			log.ErrorContext(ctx, "hand back busy attempt", "err", err)
 			sum.Errors = 1
 		}
 		return sum, ""
@@ -254,23 +267,23 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 		// A database error (or a key lost to a takeover): the lease expires
 		// and a later run tries again; the schedule is not advanced.
 		sum.StillUnknown, sum.Errors = 1, 1
-		log.Error("attempt check failed", "err", err)
+		log.ErrorContext(ctx, "attempt check failed", "err", err)
 		return sum, ""
 	}
 	// StillUnknown, or Unreachable: one step of the schedule.
 	sum.StillUnknown = 1
 	if err != nil {
 		sum.Errors = 1
-		log.Warn("provider could not be asked", "err", err)
+		log.WarnContext(ctx, "provider could not be asked", "err", err)
 	}
 	flagged, serr := r.schedule(ctx, t, c)
 	if serr != nil {
-		log.Error("schedule next check", "err", serr)
+		log.ErrorContext(ctx, "schedule next check", "err", serr)
 		sum.Errors = 1
 	}
 	if flagged {
 		sum.NeedsReview = 1
-		log.Warn("attempt needs review: check schedule spent", "checks", c.CheckCount+1)
+		log.WarnContext(ctx, "attempt needs review: check schedule spent", "checks", c.CheckCount+1)
 	}
 	return sum, ""
 }
@@ -293,4 +306,13 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// endSpan ends a job's span, marking it failed with err.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "job failed")
+	}
+	span.End()
 }

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/refunds"
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // DayLayout is the format of a settlement day (--day).
@@ -71,6 +74,8 @@ const settleChunk = 1000
 // error means the day is not fully settled; settling it again is safe.
 func (r *Reconciler) Settle(ctx context.Context, day time.Time) (Report, error) {
 	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
+	ctx, span := tracing.Start(ctx, "reconciler settle", attribute.String("reconciler.day", from.Format(DayLayout)))
+	defer span.End()
 	to := from.AddDate(0, 0, 1)
 	rep := Report{Day: from.Format(DayLayout)}
 	// Every provider, page by page, so memory holds one page of charges (and

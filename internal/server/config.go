@@ -31,6 +31,11 @@ type Config struct {
 	// while the listener still serves, before the drain (0: none).
 	ShutdownDrainDelay time.Duration
 	Failpoint          string
+	// TenantRateLimit is the requests per second per tenant and pod of the
+	// tenant API (0: off); TenantRateBurst its bucket size (0: the default,
+	// ratelimit.DefaultBurst).
+	TenantRateLimit float64
+	TenantRateBurst int
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -46,12 +51,15 @@ func Flags(s *envflag.Set) func() Config {
 	shutdown := s.Duration("SHUTDOWN_TIMEOUT", 15*time.Second, "how long in-flight requests get to finish on SIGTERM, after the drain delay; then they are cut off")
 	drainDelay := s.Duration("SHUTDOWN_DRAIN_DELAY", 5*time.Second, "on SIGTERM, how long /readyz answers 503 while the listener still serves, before draining; 0s: none")
 	fp := s.String("PAYMENTSVC_FAILPOINT", "", "testing only: die at this failpoint")
+	rateLimit := s.Float("TENANT_RATE_LIMIT", 0, "requests per second per tenant and pod on /v1/payments…, /v1/refunds… (and the rest of the tenant API); over it, 429 rate_limited; 0: off")
+	rateBurst := s.Int("TENANT_RATE_BURST", 0, "bucket size of TENANT_RATE_LIMIT (a tenant's bucket starts full); 0: max(1, ⌈2 × TENANT_RATE_LIMIT⌉)")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
 			NATSURL: *natsURL, StreamReplicas: *replicas, OutboxRelay: *relay, AutoMigrate: *migrate,
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 			ProviderWebhookSecrets: map[string][]string{},
+			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
 		}
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/ratelimit"
+	"github.com/acme/paymentsvc/internal/tracing"
 	"github.com/acme/paymentsvc/internal/webhook"
 )
 
@@ -41,12 +44,19 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout < 0 || c.ShutdownDrainDelay < 0 {
 		return fmt.Errorf("SHUTDOWN_TIMEOUT (%s) and SHUTDOWN_DRAIN_DELAY (%s) must not be negative", c.ShutdownTimeout, c.ShutdownDrainDelay)
 	}
+	if !(c.TenantRateLimit >= 0) || math.IsInf(c.TenantRateLimit, 0) || c.TenantRateBurst < 0 {
+		return fmt.Errorf("TENANT_RATE_LIMIT (%v) must be a number of at least 0 and TENANT_RATE_BURST (%d) not negative", c.TenantRateLimit, c.TenantRateBurst)
+	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
 		return errors.New("NATS_URL is empty while OUTBOX_RELAY is on")
 	}
 	return nil
 }
+
+// ServiceName is the service.name of paymentsvc's traces unless
+// OTEL_SERVICE_NAME says otherwise.
+const ServiceName = "paymentsvc"
 
 // Serve runs the service until ctx is cancelled (SIGINT/SIGTERM), then
 // drains (see drain): readiness turns 503 while the listener still serves
@@ -57,6 +67,14 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	failpoint.Arm(cfg.Failpoint)
+	// Before anything is wired: the handler, the pool and the provider
+	// client are instrumented only if tracing is on when they are built.
+	stopTracing, err := tracing.Setup(ctx, ServiceName, log)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer stopTracing() // after the drain and the relay: flushes their spans
+	log = tracing.Logger(log)
 	a, err := app.Open(ctx, cfg.Shared, app.Options{CreateDatabase: true, Migrate: cfg.AutoMigrate}, log)
 	if err != nil {
 		return err
@@ -78,6 +96,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	handler := api.New(api.Deps{
 		Pool: pool, Payments: a.Payments, Webhooks: webhooks,
 		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log,
+		RateLimit: ratelimit.New(ratelimit.Config{Limit: cfg.TenantRateLimit, Burst: cfg.TenantRateBurst}),
 	})
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -103,7 +122,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "database", db.Redact(cfg.DatabaseURL), "outbox_relay", cfg.OutboxRelay)
+	log.Info("listening", "addr", ln.Addr().String(), "database", db.Redact(cfg.DatabaseURL), "outbox_relay", cfg.OutboxRelay,
+		"tenant_rate_limit", cfg.TenantRateLimit, "tracing", tracing.Enabled())
 
 	select {
 	case err := <-serveErr:
