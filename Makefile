@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin
 TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-ha test-short demo generate sqlc-diff vet fmt-check bench clean
+.PHONY: all build run test test-ha test-short demo generate sqlc-diff vet fmt-check bench bench-go bench-growth clean
 
 all: build
 
@@ -39,8 +39,20 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-bench:
+## bench-go: the Go benchmarks, one iteration each
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+## bench: create and replay through the service (cmd/loadgen) next to pgbench
+## running the same SQL (bench/pgbench), on a fresh database; BENCH_CLIENTS,
+## BENCH_SECONDS. Not part of CI. See docs/BENCHMARKS.md.
+bench:
+	./scripts/bench.sh
+
+## bench-growth: the same with 5 million keys and payments loaded, and create
+## during reconciler gc. Takes many minutes; not part of CI.
+bench-growth:
+	./scripts/bench-growth.sh
 
 clean:
 	rm -rf $(BIN)
