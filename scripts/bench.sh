@@ -11,6 +11,8 @@
 # nats-server for the outbox relay, so the benchmark publishes into no shared
 # stream; BENCH_OUTBOX_RELAY=off runs without it), BENCH_KEEP=1 leaves the
 # service running for bench-growth.sh (it then prints what to kill),
+# BENCH_KEEP=1 also writes their pids to $OUT/pids and the tenant's API
+# key to $OUT/api_key (mode 600; bin/ is not committed),
 # BENCH_VEGETA=RATE also runs vegeta at RATE requests/s on the replay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -140,7 +142,7 @@ printf '%-8s | %8.0f/s  avg %5.2f p99 %6.2f ms | %8.0f/s  avg %5.2f p99 %6.2f ms
 	replay "$pr_tps" "$pr_avg" "$pr_p99" "$lr_rps" "$lr_avg" "$lr_p99" "$(ratio "$lr_rps" "$pr_tps")" "$(ratio "$lr_p99" "$pr_p99")"
 echo "load average (1 min) at the end of each run: pgbench create $pc_load, loadgen create $lc_load, pgbench replay $pr_load, loadgen replay $lr_load"
 if [ "${BENCH_KEEP:-0}" = 1 ]; then
-	echo "BENCH_KEEP=1: still running: pids ${pids[*]}; service http://$HTTP_ADDR, simulator http://$SIM_ADDR"
-	printf '%s' "$key" >"$OUT/api_key"
-	chmod 600 "$OUT/api_key"
+	echo "BENCH_KEEP=1: still running: pids ${pids[*]} (in $OUT/pids); service http://$HTTP_ADDR, simulator http://$SIM_ADDR"
+	echo "${pids[*]}" >"$OUT/pids"
+	(umask 077 && printf '%s' "$key" >"$OUT/api_key")
 fi
