@@ -119,16 +119,24 @@ read -r pr_tps pr_avg pr_p99 pr_load < <(pgbench_run replay bench/pgbench/replay
 read -r lr_rps lr_avg lr_p99 lr_load < <(loadgen_run replay)
 
 if [ -n "${BENCH_VEGETA:-}" ]; then
-	say "vegeta replay at ${BENCH_VEGETA}/s for ${SECONDS_RUN}s"
+	# The outside cross-check of the replay: vegeta (from the Go module
+	# proxy) with the same key and body, at BENCH_VEGETA requests/s and then
+	# as fast as BENCH_CLIENTS workers go (-rate 0: closed loop, as loadgen).
+	say "vegeta replay: ${BENCH_VEGETA}/s, then -rate 0 with $CLIENTS workers, ${SECONDS_RUN}s each"
+	[ -x bin/vegeta ] || GOBIN="$PWD/bin" go install github.com/tsenart/vegeta/v12@v12.13.0
 	body="$OUT/vegeta_body.json"
 	printf '{"order_id":"vegeta-replay","amount":500,"currency":"USD","payment_method":"pm_card_visa"}' >"$body"
-	printf 'POST http://%s/v1/payments\nAuthorization: Bearer %s\nIdempotency-Key: vegeta-replay\nContent-Type: application/json\n@%s\n' \
-		"$HTTP_ADDR" "$key" "$body" >"$OUT/vegeta_target.txt"
-	vegeta() { go run github.com/tsenart/vegeta/v12@v12.13.0 "$@"; }
-	vegeta attack -targets "$OUT/vegeta_target.txt" -rate 1/s -duration 1s | vegeta report -type text >/dev/null # creates the payment
-	vegeta attack -targets "$OUT/vegeta_target.txt" -rate "${BENCH_VEGETA}/s" -duration "${SECONDS_RUN}s" -workers "$CLIENTS" -max-workers "$CLIENTS" \
-		>"$OUT/vegeta.bin"
-	vegeta report -type text <"$OUT/vegeta.bin" >&2
+	(umask 077 && printf 'POST http://%s/v1/payments\nAuthorization: Bearer %s\nIdempotency-Key: vegeta-replay\nContent-Type: application/json\n@%s\n' \
+		"$HTTP_ADDR" "$key" "$body" >"$OUT/vegeta_target.txt")
+	bin/vegeta attack -targets "$OUT/vegeta_target.txt" -rate 1/s -duration 1s | bin/vegeta report -type text >/dev/null # creates the payment
+	bin/vegeta attack -targets "$OUT/vegeta_target.txt" -rate "${BENCH_VEGETA}/s" -duration "${SECONDS_RUN}s" \
+		-workers "$CLIENTS" -max-workers "$CLIENTS" >"$OUT/vegeta_rate.bin"
+	echo "vegeta at ${BENCH_VEGETA}/s ($(load)):" >&2
+	bin/vegeta report -type text <"$OUT/vegeta_rate.bin" >&2
+	bin/vegeta attack -targets "$OUT/vegeta_target.txt" -rate 0 -duration "${SECONDS_RUN}s" \
+		-workers "$CLIENTS" -max-workers "$CLIENTS" >"$OUT/vegeta_max.bin"
+	echo "vegeta -rate 0, $CLIENTS workers ($(load)):" >&2
+	bin/vegeta report -type text <"$OUT/vegeta_max.bin" >&2
 	rm -f "$OUT/vegeta_target.txt" # holds the key
 fi
 
