@@ -56,17 +56,17 @@ psql -qX -d postgres -c "DROP DATABASE IF EXISTS \"$DBNAME\" WITH (FORCE)" -c "C
 DATABASE_URL="$DBURL" bin/paymentsvc migrate 2>"$OUT/migrate.log"
 psql -qX -v ON_ERROR_STOP=1 -d "$DBNAME" -f bench/pgbench/setup.sql
 
-SIM_ADDR="$SIM_ADDR" SIM_LATENCY=0s bin/providersim 2>"$OUT/providersim.log" &
+SIM_ADDR="$SIM_ADDR" SIM_LATENCY=0s bin/providersim >"$OUT/providersim.log" 2>&1 &
 pids+=($!)
 nats_url="nats://127.0.0.1:${NATS_PORT}"
 if [ "$RELAY" = on ]; then
 	rm -rf "$OUT/nats"
-	nats-server -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$OUT/nats" 2>"$OUT/nats.log" >&2 &
+	nats-server -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$OUT/nats" >"$OUT/nats.log" 2>&1 &
 	pids+=($!)
 fi
 DATABASE_URL="$DBURL" HTTP_ADDR="$HTTP_ADDR" PROVIDER_URL="http://$SIM_ADDR" PROVIDER_API_KEY=sk_sim \
-	AUTO_MIGRATE=false OUTBOX_RELAY="$RELAY" NATS_URL="$nats_url" TENANT_RATE_LIMIT=0 \
-	bin/paymentsvc serve 2>"$OUT/paymentsvc.log" &
+	AUTO_MIGRATE=false OUTBOX_RELAY="$RELAY" NATS_URL="$nats_url" TENANT_RATE_LIMIT=0 SHUTDOWN_DRAIN_DELAY=0s \
+	bin/paymentsvc serve >"$OUT/paymentsvc.log" 2>&1 &
 svc=$!
 pids+=($svc)
 for _ in $(seq 1 100); do
