@@ -38,6 +38,11 @@ if ! pgbench --version >/dev/null 2>&1; then
 	apt-get update && { apt-get install -y postgresql-15 || apt-get install -y postgresql-contrib; }
 fi
 pgbench --version >&2
+command -v jq >/dev/null || { apt-get update && apt-get install -y jq; }
+if [ "$RELAY" = on ] && ! command -v nats-server >/dev/null; then
+	echo "bench: no nats-server: the outbox relay stays off" >&2
+	RELAY=off
+fi
 
 # (b) the binaries
 say "building"
