@@ -222,15 +222,21 @@ func (o *out) json(v any) {
 // stdout (1); a call that did not finish is 4 for pay and refund (create),
 // 1 for reads.
 func (o *out) failure(err error, create bool) int {
+	// First: a call that did not finish wraps the problem of its last try
+	// (409 idempotency_key_in_use, 503, …), which is no refusal.
+	if nf, ok := errors.AsType[*client.NotFinalError](err); ok {
+		if !create {
+			o.log.Error("no answer before the deadline", "tries", nf.Tries, "err", err)
+			return exitRefused
+		}
+		o.log.Error("not final at the deadline: run the command again with --idempotency-key to resume",
+			"idempotency_key", nf.IdempotencyKey, "tries", nf.Tries, "err", err)
+		return exitNotFinal
+	}
 	if p, ok := errors.AsType[*client.Problem](err); ok {
 		o.json(p)
 		o.log.Error("refused", "status", p.Status, "code", p.Code, "detail", p.Detail, "request_id", p.RequestID)
 		return exitRefused
-	}
-	if nf, ok := errors.AsType[*client.NotFinalError](err); ok && create {
-		o.log.Error("not final at the deadline: run the command again with --idempotency-key to resume",
-			"idempotency_key", nf.IdempotencyKey, "tries", nf.Tries, "err", err)
-		return exitNotFinal
 	}
 	o.log.Error("failed", "err", err)
 	return exitRefused

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +157,26 @@ func TestNothingListening(t *testing.T) {
 	require.Equal(t, 1, r.code, "%s", r)
 	r = ctl(t, env, "list", "--timeout", "1s")
 	require.Equal(t, 1, r.code, "%s", r)
+}
+
+// A 409 idempotency_key_in_use whose Retry-After ends past --timeout is
+// "not final" (4), not a refusal: the key is busy, not refused.
+func TestInUseAtTheDeadlineExits4(t *testing.T) {
+	t.Parallel()
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"type":"https://paymentsvc.example/problems/idempotency_key_in_use","title":"Conflict",`+
+			`"status":409,"detail":"a request with this key is in progress","code":"idempotency_key_in_use"}`)
+	}))
+	t.Cleanup(busy.Close)
+	r := ctl(t, []string{"PAYMENTS_URL=" + busy.URL}, payArgs("o-1", "pm_card_visa", "--idempotency-key", "k-1", "--timeout", "5s")...)
+	require.Equal(t, 4, r.code, "%s", r)
+	require.Equal(t, "k-1", r.key())
+	require.Empty(t, r.stdout, "no payment was reported")
+	r = ctl(t, []string{"PAYMENTS_URL=" + busy.URL}, "refund", "pay_1", "--timeout", "5s")
+	require.Equal(t, 4, r.code, "%s", r)
 }
 
 // stack is a simulator and a pod on a fresh database, and a tenant.
