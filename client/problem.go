@@ -59,8 +59,14 @@ func (p *Problem) Error() string {
 	return s
 }
 
-// CodeOf returns the code of the Problem in err's chain, or "" if there is none.
+// CodeOf returns the code of the refusal err is, or "" if it is none. A
+// *NotFinalError is no refusal even when its last try was a retried
+// problem (409 idempotency_key_in_use, 503): CodeOf returns "" for it, and
+// CodeOf(e.Last) that problem's code.
 func CodeOf(err error) Code {
+	if _, ok := errors.AsType[*NotFinalError](err); ok {
+		return ""
+	}
 	if p, ok := errors.AsType[*Problem](err); ok {
 		return p.Code
 	}

@@ -48,7 +48,7 @@ func (s *script) serve(t *testing.T, name string) string {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		n := len(s.reqs)
-		s.reqs = append(s.reqs, seen{server: name, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		s.reqs = append(s.reqs, seen{server: name, method: r.Method, path: r.URL.EscapedPath(), query: r.URL.RawQuery,
 			key: r.Header.Get("Idempotency-Key"), body: string(body), at: time.Now()})
 		answer := s.answers[min(n, len(s.answers)-1)]
 		s.mu.Unlock()
@@ -447,6 +447,7 @@ func TestRetryCancelReturnsAtOnceWithoutLeaks(t *testing.T) {
 	require.True(t, ok, "want a *NotFinalError, got %v", err)
 	require.Equal(t, "key-1", nf.IdempotencyKey)
 	require.Equal(t, client.CodeProviderUnavailable, client.CodeOf(nf.Last))
+	require.Empty(t, client.CodeOf(err), "a call that did not finish is no refusal")
 
 	c.CloseIdleConnections()
 	testkit.Eventually(t, 10*time.Second, "the goroutines of the call are gone", func() bool {
@@ -464,4 +465,24 @@ func TestClientImportsNothingInternal(t *testing.T) {
 		require.False(t, strings.Contains(imp, "/internal"), "client imports %s", imp)
 		require.False(t, strings.HasPrefix(imp, "github.com/acme/paymentsvc"), "client imports %s of this module", imp)
 	}
+}
+
+// Reads carry no key, escape ids, and Sync reads ask with sync=true.
+func TestReads(t *testing.T) {
+	t.Parallel()
+	s := newScript(paymentAnswer(200, client.StatusSucceeded))
+	c := newClient(t, fastConfig(s.serve(t, "a")))
+	ctx := context.Background()
+	_, err := c.GetPayment(ctx, "pay_1")
+	require.NoError(t, err)
+	_, err = c.SyncPayment(ctx, "pay/../x")
+	require.NoError(t, err)
+	_, err = c.GetPayment(ctx, "")
+	require.Error(t, err)
+	reqs := s.requests()
+	require.Len(t, reqs, 2, "an empty id is refused before sending")
+	require.Equal(t, seen{server: "a", method: "GET", path: "/v1/payments/pay_1"}, seen{server: reqs[0].server, method: reqs[0].method, path: reqs[0].path, query: reqs[0].query, key: reqs[0].key})
+	require.Equal(t, "/v1/payments/pay%2F..%2Fx", reqs[1].path, "escaped: one path segment")
+	require.Equal(t, "sync=true", reqs[1].query)
+	require.Empty(t, reqs[1].key)
 }
