@@ -301,7 +301,9 @@ func TestProcessDecline(t *testing.T) {
 func TestProcessSlowProviderTryTimeoutThenReplay(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "SIM_LATENCY=800ms")
-	pod := s.pod(t, "paymentsvc", shortTimings(3*time.Second, "PROVIDER_CALL_TIMEOUT=1s", "PROVIDER_RETRY_BUDGET=1s")...)
+	// The service's own call to the provider has room to spare, so that it
+	// makes one call however loaded the machine is.
+	pod := s.pod(t, "paymentsvc", shortTimings(4*time.Second, "PROVIDER_CALL_TIMEOUT=2s", "PROVIDER_RETRY_BUDGET=1s")...)
 	cfg := processConfig()
 	cfg.TryTimeout = 300 * time.Millisecond
 	c, rec := s.client(t, cfg, pod.URL())
@@ -330,7 +332,7 @@ func TestProcessSlowProviderTryTimeoutThenReplay(t *testing.T) {
 func TestProcessInUseRetryAfterHonoured(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "SIM_LATENCY=2500ms")
-	pod := s.pod(t, "paymentsvc", shortTimings(5*time.Second, "PROVIDER_CALL_TIMEOUT=3s", "PROVIDER_RETRY_BUDGET=1s")...)
+	pod := s.pod(t, "paymentsvc", shortTimings(6*time.Second, "PROVIDER_CALL_TIMEOUT=4s", "PROVIDER_RETRY_BUDGET=1s")...)
 	cfg := processConfig()
 	cfg.TryTimeout, cfg.MinBackoff, cfg.MaxBackoff = 200*time.Millisecond, 10*time.Millisecond, 20*time.Millisecond
 	c, rec := s.client(t, cfg, pod.URL())
@@ -348,7 +350,7 @@ func TestProcessInUseRetryAfterHonoured(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, conflicts, "one 409, then its Retry-After outlasted the first try: %v", rec.statuses())
-	require.LessOrEqual(t, len(tries), 4, "tries: %v", rec.statuses())
+	require.LessOrEqual(t, len(tries), 6, "a few tries, not a stream of them: %v", rec.statuses())
 	requireRetryAfterHonoured(t, tries)
 	require.Equal(t, int64(1), s.sim.Stats(t).ChargeCalls)
 	s.requireOneKey(t, rec, key)
