@@ -2,9 +2,9 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +20,7 @@ type flags struct {
 	timeout *time.Duration
 
 	orderID, currency, paymentMethod, key *string
-	amount                                *int64
-	amountSet                             bool
+	amount                                *amountFlag
 	sync                                  *bool
 	limit                                 *int
 }
@@ -37,12 +36,14 @@ func newFlags(cmd string, getenv func(string) (string, bool)) *flags {
 	switch cmd {
 	case "pay":
 		f.orderID = fs.String("order-id", "", "the order's id (required)")
-		f.amount = fs.Int64("amount", 0, "the amount in the currency's minor unit (required)")
+		f.amount = &amountFlag{}
+		fs.Var(f.amount, "amount", "the amount, `N` in the currency's minor unit (required)")
 		f.currency = fs.String("currency", "", "ISO 4217 code, upper case (required)")
 		f.paymentMethod = fs.String("payment-method", "", "the provider's payment method (required), e.g. pm_card_visa")
 		f.key = fs.String("idempotency-key", "", "the payment's key; default: a new one, printed on stderr")
 	case "refund":
-		f.amount = fs.Int64("amount", 0, "the amount to refund in minor units; default: the whole refundable rest")
+		f.amount = &amountFlag{}
+		fs.Var(f.amount, "amount", "the amount to refund, `N` in minor units; default: the whole refundable rest")
 		f.key = fs.String("idempotency-key", "", "the refund's key; default ctl-<PAYMENT_ID>-<N or rest>")
 	case "get":
 		f.sync = fs.Bool("sync", false, "ask the provider first about a PENDING or UNKNOWN payment or refund")
@@ -67,11 +68,6 @@ func (f *flags) check(positional []string) error {
 	if len(splitURLs(*f.url)) == 0 {
 		errs = append(errs, errors.New("--payments-url is empty"))
 	}
-	f.set.FlagSet().Visit(func(fl *flag.Flag) {
-		if fl.Name == "amount" {
-			f.amountSet = true
-		}
-	})
 	switch f.cmd {
 	case "pay":
 		for name, v := range map[string]string{"--order-id": *f.orderID, "--currency": *f.currency, "--payment-method": *f.paymentMethod} {
@@ -79,12 +75,12 @@ func (f *flags) check(positional []string) error {
 				errs = append(errs, fmt.Errorf("%s is required", name))
 			}
 		}
-		if *f.amount <= 0 {
-			errs = append(errs, fmt.Errorf("--amount must be a positive integer, got %d", *f.amount))
+		if !f.amount.set || f.amount.n <= 0 {
+			errs = append(errs, errors.New("--amount N is required: a positive integer"))
 		}
 	case "refund":
-		if f.amountSet && *f.amount <= 0 {
-			errs = append(errs, fmt.Errorf("--amount must be a positive integer, got %d", *f.amount))
+		if f.amount.set && f.amount.n <= 0 {
+			errs = append(errs, fmt.Errorf("--amount must be a positive integer, got %d", f.amount.n))
 		}
 	case "list":
 		if *f.limit < 0 {
@@ -119,4 +115,27 @@ func splitURLs(s string) []string {
 		}
 	}
 	return urls
+}
+
+// amountFlag is an amount in minor units that knows whether it was given:
+// refund's default (the whole rest) is its absence, not a 0.
+type amountFlag struct {
+	n   int64
+	set bool
+}
+
+func (a *amountFlag) String() string {
+	if a == nil || !a.set {
+		return ""
+	}
+	return strconv.FormatInt(a.n, 10)
+}
+
+func (a *amountFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	a.n, a.set = n, true
+	return nil
 }

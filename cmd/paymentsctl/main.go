@@ -118,7 +118,7 @@ func pay(ctx context.Context, c *client.Client, f *flags, o *out) int {
 	}
 	o.key(key)
 	p, err := c.CreatePayment(ctx, key, client.CreatePaymentRequest{
-		OrderID: *f.orderID, Amount: *f.amount, Currency: *f.currency, PaymentMethod: *f.paymentMethod,
+		OrderID: *f.orderID, Amount: f.amount.n, Currency: *f.currency, PaymentMethod: *f.paymentMethod,
 	})
 	if nf, ok := errors.AsType[*client.NotFinalError](err); ok && nf.Payment != nil {
 		o.json(nf.Payment)
@@ -133,10 +133,10 @@ func pay(ctx context.Context, c *client.Client, f *flags, o *out) int {
 func refund(ctx context.Context, c *client.Client, f *flags, paymentID string, o *out) int {
 	var req client.CreateRefundRequest
 	key := *f.key
-	if f.amountSet {
-		req.Amount = f.amount
+	if f.amount.set {
+		req.Amount = &f.amount.n
 		if key == "" {
-			key = fmt.Sprintf("ctl-%s-%d", paymentID, *f.amount)
+			key = fmt.Sprintf("ctl-%s-%d", paymentID, f.amount.n)
 		}
 	} else if key == "" {
 		key = "ctl-" + paymentID + "-rest"
