@@ -186,10 +186,11 @@ func (c *Client) notFinal(cl *call, tries int, last, cause error) *NotFinalError
 // capped at MaxBackoff, with "equal jitter" (half fixed, half random) so
 // that clients that failed together do not retry together.
 func (c *Client) backoff(try int) time.Duration {
-	d := c.maxBackoff
-	if try < 32 {
-		d = min(c.minBackoff<<try, c.maxBackoff)
+	d := c.minBackoff
+	for i := 0; i < try && d < c.maxBackoff; i++ {
+		d *= 2
 	}
+	d = min(d, c.maxBackoff)
 	half := d / 2
 	return half + rand.N(half+1)
 }
@@ -250,6 +251,7 @@ func reason(a *answer, err error) string {
 		if a != nil {
 			return fmt.Sprintf("%d: not final yet", a.status)
 		}
+		return ""
 	}
 	return err.Error()
 }
