@@ -74,7 +74,7 @@ func TestSpecEveryOperationHasAClientMethod(t *testing.T) {
 		if doc.Paths.Find(op.path) != nil && doc.Paths.Find(op.path).GetOperation(op.method) != nil {
 			called = append(called, op.method+" "+op.path)
 		} else {
-			t.Logf("%s %s (CONTRACT.md) is not in api/openapi.yaml: the client calls it, its types are checked once the document describes it", op.method, op.path)
+			t.Logf("%s %s is not in api/openapi.yaml: the client calls it, its types are checked once the document describes it", op.method, op.path)
 		}
 	}
 	sort.Strings(documented)
