@@ -73,7 +73,7 @@ func TestHTTPMetricLabelsStayBounded(t *testing.T) {
 	require.LessOrEqual(t, series, 20, "%d requests with %d made-up methods and %d paths", n, madeUp, n)
 }
 
-// Request headers over 64 KiB answer 431 ; a large header
+// Request headers over 64 KiB answer 431; a large header
 // within the limit is served.
 func TestOversizedRequestHeadersAnswer431(t *testing.T) {
 	t.Parallel()
