@@ -27,6 +27,7 @@ const (
 	CodePaymentNotRefundable    Code = "payment_not_refundable"    // 409: the payment is not SUCCEEDED
 	CodeRefundExceedsRefundable Code = "refund_exceeds_refundable" // 422: Detail says the rest
 	CodeRefundNotFound          Code = "refund_not_found"          // 404
+	CodeRateLimited             Code = "rate_limited"              // 429: retried after Retry-After
 	CodeNotFound                Code = "not_found"                 // 404: no such endpoint
 	CodeMethodNotAllowed        Code = "method_not_allowed"        // 405
 	CodeInvalidSignature        Code = "invalid_signature"         // 401: webhooks only

@@ -40,7 +40,7 @@ type Payment struct {
 	Amount           int64             `json:"amount"`
 	Currency         string            `json:"currency"`
 	Status           Status            `json:"status"`
-	Provider         string            `json:"provider"`           // the provider that handles it
+	Provider         *string           `json:"provider"`           // the provider it went to; nil while none has been chosen
 	ProviderChargeID *string           `json:"provider_charge_id"` // the provider's charge id once known
 	FailureCode      *string           `json:"failure_code"`       // why a FAILED payment failed: "card_declined", "abandoned", …
 	AmountRefunded   int64             `json:"amount_refunded"`    // the sum of its SUCCEEDED refunds
