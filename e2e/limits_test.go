@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Metric labels take values from fixed sets whatever clients send (CONTRACT
-// §8): hundreds of requests with made-up methods and paths, sent before any
+// Metric labels take values from fixed sets whatever clients send:
+// hundreds of requests with made-up methods and paths, sent before any
 // authentication, add no series beyond method "other" and route
 // "unmatched".
 func TestHTTPMetricLabelsStayBounded(t *testing.T) {
@@ -73,7 +73,7 @@ func TestHTTPMetricLabelsStayBounded(t *testing.T) {
 	require.LessOrEqual(t, series, 20, "%d requests with %d made-up methods and %d paths", n, madeUp, n)
 }
 
-// Request headers over 64 KiB answer 431 (CONTRACT §8); a large header
+// Request headers over 64 KiB answer 431; a large header
 // within the limit is served.
 func TestOversizedRequestHeadersAnswer431(t *testing.T) {
 	t.Parallel()

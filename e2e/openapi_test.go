@@ -502,10 +502,47 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// document, by e2e/database_outage_test.go. The refund reads and the
 	// routing rules answer theirs from the same place (authentication reads
 	// the database first, for every /v1/ route).
+	// The 429s need a pod with a rate limit: TestOpenAPIRateLimited.
 	v.requireCovered(t, "* * 500", "GET /readyz 503",
 		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/{provider} 503",
 		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503",
-		"GET /v1/routing 503", "PUT /v1/routing 503")
+		"GET /v1/routing 503", "PUT /v1/routing 503",
+		"* * 429")
+}
+
+// A pod with TENANT_RATE_LIMIT answers every operation of the tenant API
+// with the documented 429: a tenant over its bucket gets rate_limited with Retry-After.
+func TestOpenAPIRateLimited(t *testing.T) {
+	t.Parallel()
+	v := newSpecValidator(t, nil)
+	// One token, earned back only after 1000s: the second request is refused.
+	s := setupOps(t, opsOptions{podEnv: []string{"TENANT_RATE_LIMIT=0.001", "TENANT_RATE_BURST=1"}, transport: v.wrap})
+	first := s.client.MustPay(t, "rl-oa-1", apiclient.Visa("o-rl-1", 500))
+	require.Equal(t, 201, first.Status, "%s", first)
+	id := first.Str("id")
+	json := map[string]string{"Content-Type": "application/json"}
+	for _, r := range []apiclient.Response{
+		s.client.MustPay(t, "rl-oa-2", apiclient.Visa("o-rl-2", 500)),
+		s.client.MustGet(t, "/v1/payments"),
+		s.client.MustGet(t, "/v1/payments/"+id),
+		s.client.MustDo(t, http.MethodPost, "/v1/payments/"+id+"/refunds", []byte(`{"amount":100}`),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "rl-oa-r1"}),
+		s.client.MustGet(t, "/v1/payments/"+id+"/refunds"),
+		s.client.MustGet(t, "/v1/refunds/rfd_none"),
+		s.client.MustGet(t, "/v1/routing"),
+		s.client.MustDo(t, http.MethodPut, "/v1/routing", []byte(`{"rules":[]}`), json),
+	} {
+		require.NoError(t, r.CheckProblem(429, "rate_limited"))
+		require.GreaterOrEqual(t, r.RetryAfter(), 1, "%s", r)
+	}
+	for _, op := range []string{"POST /v1/payments 429", "GET /v1/payments 429", "GET /v1/payments/{id} 429",
+		"POST /v1/payments/{id}/refunds 429", "GET /v1/payments/{id}/refunds 429", "GET /v1/refunds/{id} 429",
+		"GET /v1/routing 429", "PUT /v1/routing 429"} {
+		v.mu.Lock()
+		n := v.seen[op]
+		v.mu.Unlock()
+		require.Equal(t, 1, n, "%s validated against the document", op)
+	}
 }
 
 // tooManyRules is a PUT /v1/routing body of 51 rules, one more than allowed.

@@ -32,6 +32,11 @@ Try it (run it twice: the second answer is replayed, and nothing is charged twic
     -H 'Content-Type: application/json' \\
     -d '{"order_id":"order-1","amount":500,"currency":"USD","payment_method":"pm_card_visa"}'
 
+Or with paymentsctl (one idempotency key, retried until the payment is final):
+
+  PAYMENTS_URL=http://${HTTP_ADDR} PAYMENTS_API_KEY=${key} \\
+    bin/paymentsctl pay --order-id order-2 --amount 500 --currency USD --payment-method pm_card_visa
+
 Provider's view: curl -s ${PROVIDER_URL}/_sim/charges
 Ctrl-C stops both.
 

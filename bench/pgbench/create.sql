@@ -5,8 +5,8 @@
 -- statement on its own: that difference is what scripts/bench.sh measures.
 --
 -- Not here: authentication (SELECT of the tenant by API key hash,
--- db/queries/tenants.sql): the service is getting an in-process cache of
--- tenants, so it is left out of both the target and this script; and the
+-- db/queries/tenants.sql): the service authenticates from an in-process
+-- cache of tenants (internal/tenants/cache.go), so it is left out; and the
 -- provider call between T2 and T3 (the simulator at 0 ms in the benchmark).
 --
 -- pgbench reads ":name" as a variable even inside a string literal, so

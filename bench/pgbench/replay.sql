@@ -4,8 +4,8 @@
 -- first and replays from it).
 --
 -- Not here: authentication (SELECT of the tenant by API key hash,
--- db/queries/tenants.sql), left out as in create.sql: the service is getting
--- an in-process cache of tenants.
+-- db/queries/tenants.sql), left out as in create.sql: the service
+-- authenticates from an in-process cache of tenants (internal/tenants/cache.go).
 --
 -- Variables: :tenant and the completed key 'bench-replay', both inserted by
 -- scripts/bench.sh before the run.

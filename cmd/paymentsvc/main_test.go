@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -397,4 +398,32 @@ func TestTenantRateLimitSettings(t *testing.T) {
 	_, stderr, code := runCLI(t, nil, "serve", "--tenant-rate-limit", "-0.5", "--database-url", testdb.NewEmpty(t), "--http-addr", "127.0.0.1:0")
 	require.Equal(t, 1, code, "stderr: %s", stderr)
 	require.Contains(t, stderr, "TENANT_RATE_LIMIT")
+}
+
+// PPROF_ADDR serves net/http/pprof on a listener of its own; the API's
+// listener does not serve it. Unset, nothing listens for it.
+func TestPprofOnItsOwnListener(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	addr := testkit.ReservedAddr(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{
+		"OUTBOX_RELAY=off", "PPROF_ADDR=" + addr,
+	}})
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("http://" + addr + "/debug/pprof/")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "goroutine")
+	code, body = get("http://" + addr + "/debug/pprof/heap?debug=1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "heap profile")
+	code, _ = get(p.URL() + "/debug/pprof/")
+	require.Equal(t, http.StatusNotFound, code, "the API does not serve profiles")
+	require.Equal(t, 1, countMsg(logLines(p.Logs()), "pprof listening"))
 }

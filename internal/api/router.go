@@ -34,6 +34,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// RateLimit is the per-tenant token bucket of the tenant API; nil: off.
 	RateLimit *ratelimit.Limiter
+	// Auth authenticates API keys; nil: a cache with the defaults
+	// (tenants.NewCache).
+	Auth *tenants.Cache
 }
 
 type server struct {
@@ -44,6 +47,9 @@ type server struct {
 // New returns the service's HTTP handler; with tracing on, requests under
 // /v1/ are traced (tracing.Handler), continuing an incoming traceparent.
 func New(d Deps) http.Handler {
+	if d.Auth == nil {
+		d.Auth = tenants.NewCache(d.Pool, tenants.CacheConfig{})
+	}
 	if d.Draining == nil {
 		d.Draining = new(atomic.Bool)
 	}
@@ -113,7 +119,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, apperr.New(apperr.Unauthorized, "a valid API key is required: Authorization: Bearer sk_…"))
 			return
 		}
-		t, err := tenants.Authenticate(r.Context(), s.Pool, key)
+		t, err := s.Auth.Authenticate(r.Context(), key)
 		if errors.Is(err, tenants.ErrUnauthorized) {
 			s.writeError(w, r, apperr.New(apperr.Unauthorized, "a valid API key is required: Authorization: Bearer sk_…"))
 			return

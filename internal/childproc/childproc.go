@@ -236,7 +236,8 @@ func Env() []string {
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
 			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
 			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||
-			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" || name == "SHUTDOWN_DRAIN_DELAY" {
+			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" || name == "SHUTDOWN_DRAIN_DELAY" ||
+			name == "AUTH_CACHE_TTL" || name == "PPROF_ADDR" {
 			continue
 		}
 		env = append(env, kv)

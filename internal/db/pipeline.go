@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/acme/paymentsvc/internal/tracing"
 )
 
 // Pipeline is statements sent to the database in one round trip (a pgx
@@ -45,7 +48,19 @@ func (p *Pipeline) Len() int { return len(p.calls) }
 // Send runs the statements in one round trip on a connection of pool, then
 // hands each its result (in order), and returns the first error: of the
 // round trip, of a statement (translated), or of a call.
-func (p *Pipeline) Send(ctx context.Context, pool *Pool) error {
+func (p *Pipeline) Send(ctx context.Context, pool *Pool) (err error) {
+	// A transaction like WithTx's, in its own span with its statements.
+	ctx, span := tracing.StartTx(ctx)
+	if span != nil {
+		defer func() {
+			outcome := "commit"
+			if err != nil {
+				outcome = "rollback"
+			}
+			span.SetAttributes(attribute.String("db.transaction.outcome", outcome), attribute.Int("db.batch.size", p.Len()))
+			endSpan(span, err)
+		}()
+	}
 	br := pool.SendBatch(ctx, &p.batch)
 	var errs []error
 	rp := &replay{br: br}

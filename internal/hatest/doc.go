@@ -14,6 +14,6 @@
 //
 // The processes that pg_autoctl refuses to run as root run as the postgres
 // user. The Debian package postgresql-15-auto-failover provides pg_autoctl,
-// and nats-server provides the broker; see docs/operations.md and
-// /work/shared/notes/ha-on-one-machine.md for the settings used.
+// and nats-server provides the broker; see docs/operations.md ("High
+// availability") for the settings used.
 package hatest

@@ -12,6 +12,7 @@ import (
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
+	"github.com/acme/paymentsvc/internal/tenants"
 )
 
 // Config is paymentsvc's configuration (docs/configuration.md).
@@ -36,6 +37,11 @@ type Config struct {
 	// ratelimit.DefaultBurst).
 	TenantRateLimit float64
 	TenantRateBurst int
+	// AuthCacheTTL is how long a pod keeps an API key's tenant (0: it asks
+	// the database on every request).
+	AuthCacheTTL time.Duration
+	// PprofAddr serves net/http/pprof on its own listener ("": off).
+	PprofAddr string
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -53,6 +59,8 @@ func Flags(s *envflag.Set) func() Config {
 	fp := s.String("PAYMENTSVC_FAILPOINT", "", "testing only: die at this failpoint")
 	rateLimit := s.Float("TENANT_RATE_LIMIT", 0, "requests per second per tenant and pod on /v1/payments…, /v1/refunds… (and the rest of the tenant API); over it, 429 rate_limited; 0: off")
 	rateBurst := s.Int("TENANT_RATE_BURST", 0, "bucket size of TENANT_RATE_LIMIT (a tenant's bucket starts full); 0: max(1, ⌈2 × TENANT_RATE_LIMIT⌉)")
+	authTTL := s.Duration("AUTH_CACHE_TTL", tenants.DefaultCacheTTL, "how long a pod keeps an API key's tenant in memory (unknown keys: at most 2s): a revoked key keeps working for up to this long; 0s: ask the database on every request")
+	pprofAddr := s.String("PPROF_ADDR", "", "serve net/http/pprof (profiles) on this address, a listener of its own; keep it private; empty: off")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
@@ -60,6 +68,7 @@ func Flags(s *envflag.Set) func() Config {
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 			ProviderWebhookSecrets: map[string][]string{},
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
+			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr,
 		}
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets

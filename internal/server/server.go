@@ -21,6 +21,7 @@ import (
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/ratelimit"
+	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/tracing"
 	"github.com/acme/paymentsvc/internal/webhook"
 )
@@ -46,6 +47,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.TenantRateLimit >= 0) || math.IsInf(c.TenantRateLimit, 0) || c.TenantRateBurst < 0 {
 		return fmt.Errorf("TENANT_RATE_LIMIT (%v) must be a number of at least 0 and TENANT_RATE_BURST (%d) not negative", c.TenantRateLimit, c.TenantRateBurst)
+	}
+	if c.AuthCacheTTL < 0 {
+		return fmt.Errorf("AUTH_CACHE_TTL (%s) must not be negative", c.AuthCacheTTL)
 	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
@@ -97,7 +101,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Pool: pool, Payments: a.Payments, Webhooks: webhooks,
 		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log,
 		RateLimit: ratelimit.New(ratelimit.Config{Limit: cfg.TenantRateLimit, Burst: cfg.TenantRateBurst}),
+		Auth:      tenants.NewCache(pool, authCacheConfig(cfg.AuthCacheTTL)),
 	})
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// MaxHeaderBytes bounds a request's header (CONTRACT §8): beyond it, 431.
+// MaxHeaderBytes bounds a request's header: beyond it, 431.
 // (net/http reads up to 4 KiB more before it refuses.)
 const MaxHeaderBytes = 64 << 10
 
