@@ -154,6 +154,8 @@ printf '%-8s | %8.0f/s  avg %5.2f p99 %6.2f ms | %8.0f/s  avg %5.2f p99 %6.2f ms
 printf '%-8s | %8.0f/s  avg %5.2f p99 %6.2f ms | %8.0f/s  avg %5.2f p99 %6.2f ms | throughput %s, p99 %s\n' \
 	replay "$pr_tps" "$pr_avg" "$pr_p99" "$lr_rps" "$lr_avg" "$lr_p99" "$(ratio "$lr_rps" "$pr_tps")" "$(ratio "$lr_p99" "$pr_p99")"
 echo "load average (1 min) at the end of each run: pgbench create $pc_load, loadgen create $lc_load, pgbench replay $pr_load, loadgen replay $lr_load"
+# The pod's peak resident memory over the whole run (the kernel's high-water mark).
+echo "paymentsvc peak RSS: $(awk '/^VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$svc/status")"
 if [ "${BENCH_KEEP:-0}" = 1 ]; then
 	echo "BENCH_KEEP=1: still running: pids ${pids[*]} (in $OUT/pids); service http://$HTTP_ADDR, simulator http://$SIM_ADDR"
 	echo "${pids[*]}" >"$OUT/pids"
