@@ -118,6 +118,7 @@ func TestRoutingDefaultOrderAndRules(t *testing.T) {
 		`{"rules":[{"providers":["sim_a"]},{"currency":"EUR","providers":["sim_b"]}]}`,
 		`{"rules":[{"currency":"EUR","providers":["sim_a"]},{"currency":"EUR","providers":["sim_b"]}]}`,
 		`{"rules":[{"currency":"eur","providers":["sim_a"]}]}`,
+		`{"rules":[{"currency":"AAX","providers":["sim_a"]}]}`, // not an ISO 4217 code
 		`{"rules":[{"providers":["sim_a","sim_a"]}]}`,
 		`{}`,
 	} {

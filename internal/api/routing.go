@@ -32,6 +32,13 @@ func (s *server) putRouting(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalid("rules is required ({\"rules\":[]} clears them)"))
 		return
 	}
+	for i, rule := range *body.Rules {
+		if rule.Currency != "" && !isISO4217(rule.Currency) {
+			// The same currencies a payment may have.
+			s.writeError(w, r, invalid("rules[%d].currency must be an ISO 4217 alphabetic code in upper case, e.g. USD", i))
+			return
+		}
+	}
 	if err := routing.Validate(*body.Rules, s.Payments.ProviderNames()); err != nil {
 		s.writeError(w, r, invalid("%s", err.Error()))
 		return
