@@ -49,6 +49,17 @@ SET locked_until = clock_timestamp() + sqlc.arg(lock_ttl_ms)::bigint * interval 
 WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key)
   AND lock_token = sqlc.arg(lock_token) AND response_code IS NULL;
 
+-- IdemKeyRenewNew is IdemKeyRenew for the key a pipelined transaction has
+-- just inserted for attempt_id (its token is not known yet): the last
+-- statement of that transaction, so that however long the statements
+-- before it waited (a row lock of the order guard), the lock lasts a whole
+-- TTL from the moment it commits, when the provider call starts.
+-- name: IdemKeyRenewNew :execrows
+UPDATE idempotency_keys
+SET locked_until = clock_timestamp() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond'
+WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key)
+  AND attempt_id = sqlc.arg(attempt_id)::text AND response_code IS NULL;
+
 -- name: IdemKeyComplete :execrows
 UPDATE idempotency_keys
 SET response_code = $4, response_body = $5, locked_until = NULL, updated_at = now()

@@ -335,6 +335,38 @@ func (q *Queries) IdemKeyRenew(ctx context.Context, db DBTX, arg IdemKeyRenewPar
 	return result.RowsAffected(), nil
 }
 
+const idemKeyRenewNew = `-- name: IdemKeyRenewNew :execrows
+UPDATE idempotency_keys
+SET locked_until = clock_timestamp() + $1::bigint * interval '1 millisecond'
+WHERE tenant_id = $2 AND key = $3
+  AND attempt_id = $4::text AND response_code IS NULL
+`
+
+type IdemKeyRenewNewParams struct {
+	LockTtlMs int64
+	TenantID  string
+	Key       string
+	AttemptID string
+}
+
+// IdemKeyRenewNew is IdemKeyRenew for the key a pipelined transaction has
+// just inserted for attempt_id (its token is not known yet): the last
+// statement of that transaction, so that however long the statements
+// before it waited (a row lock of the order guard), the lock lasts a whole
+// TTL from the moment it commits, when the provider call starts.
+func (q *Queries) IdemKeyRenewNew(ctx context.Context, db DBTX, arg IdemKeyRenewNewParams) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyRenewNew,
+		arg.LockTtlMs,
+		arg.TenantID,
+		arg.Key,
+		arg.AttemptID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const idemKeyTakeover = `-- name: IdemKeyTakeover :one
 UPDATE idempotency_keys
 SET lock_token   = lock_token + 1,

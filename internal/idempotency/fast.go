@@ -72,6 +72,21 @@ func QueueInsert(p *db.Pipeline, cfg Config, tenantID, key string, fp []byte, at
 	return in
 }
 
+// QueueRenewNew queues, last in the pipeline that inserts the key of
+// attemptID, the renewal of its lock for cfg.LockTTL from the moment the
+// statement runs (the database's clock), as markCalling's Renew does before
+// a call. Completed.OK reports that the key was renewed.
+func QueueRenewNew(p *db.Pipeline, cfg Config, tenantID, key, attemptID string) *Completed {
+	c := &Completed{}
+	arg := db.IdemKeyRenewNewParams{TenantID: tenantID, Key: key, AttemptID: attemptID, LockTtlMs: cfg.LockTTL.Milliseconds()}
+	p.Add(func(ctx context.Context, q db.DBTX) error {
+		n, err := db.Q.IdemKeyRenewNew(ctx, q, arg)
+		c.OK = n == 1
+		return err
+	})
+	return c
+}
+
 // Completed is a queued completion, valid once its pipeline is sent.
 type Completed struct {
 	Body []byte // the response stored

@@ -65,17 +65,21 @@ func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, 
 	var acquire db.Pipeline
 	key := idempotency.QueueInsert(&acquire, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint, n.ID)
 	created := attempts.QueueInsertCalling(&acquire, n, first.Name())
-	err = acquire.Send(ctx, s.pool)
-	if errors.Is(err, db.ErrConflict) {
-		return Reply{}, false, nil // the order guard: the general path answers it
-	}
-	if err != nil {
-		return Reply{}, true, err
+	renewed := idempotency.QueueRenewNew(&acquire, s.cfg.keys(), in.TenantID, in.IdempotencyKey, n.ID)
+	if err := acquire.Send(ctx, s.pool); err != nil {
+		// The order guard (409), or a commit whose outcome is unknown: the
+		// general path answers from the key as it is (a key committed by
+		// this very batch is locked: 409 with Retry-After; none: a normal
+		// run; the database still down: 503).
+		if !errors.Is(err, db.ErrConflict) {
+			s.log.Warn("create: acquisition batch failed; taking the general path", "err", err)
+		}
+		return Reply{}, false, nil
 	}
 	if !key.OK {
 		return Reply{}, false, nil // inserted by another request meanwhile
 	}
-	if !created.OK {
+	if !created.OK || !renewed.OK {
 		return Reply{}, true, fmt.Errorf("attempt %s of a new key was not inserted", n.ID)
 	}
 	metrics.IdempotencyOutcomes.WithLabelValues("created").Inc()
@@ -124,14 +128,21 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 		key = idempotency.QueueReleaseMoved(&p, lock, a.ID, string(c.to))
 	}
 	if err := p.Send(ctx, k.s.pool); err != nil {
-		return Reply{}, true, err
+		// It may have committed or not: finish decides from what is
+		// committed, under the key (a stored response: it answers the
+		// payment as committed; none: it applies c, or nothing if c is
+		// there already, and finishes the key).
+		k.s.log.Warn("finish batch failed; finishing on the general path", "payment_id", a.ID, "err", err)
+		return Reply{}, false, nil
 	}
 	if !moved.OK {
 		return Reply{}, false, nil
 	}
 	if !key.OK {
-		// The move held the key row with the same token: this cannot be.
-		return Reply{}, true, fmt.Errorf("payment %s moved to %s but its key was not finished", a.ID, c.to)
+		// The move held the key row with the same token, so this is not
+		// expected; finish completes the key from the committed move.
+		k.s.log.Warn("payment moved but its key was not finished; finishing on the general path", "payment_id", a.ID, "to", c.to)
+		return Reply{}, false, nil
 	}
 	k.counted(c.to, c.source)
 	reply, err = replyFor(moved.Attempt)
