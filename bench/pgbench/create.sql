@@ -27,9 +27,10 @@ FROM idempotency_keys
 WHERE tenant_id = :tenant AND key = 'k' || :n::text;
 SELECT rules FROM routing_rules WHERE tenant_id = :tenant;
 
--- T2: IdemKeyInsert (db/queries/idempotency.sql) then AttemptInsertCalling
--- (db/queries/attempts.sql): key and attempt committed PENDING, with the
--- audit rows CREATED and PENDING. Lock TTL 30 s, key TTL 48 h (the defaults).
+-- T2: IdemKeyInsert (db/queries/idempotency.sql), AttemptInsertCalling
+-- (db/queries/attempts.sql), IdemKeyRenewNew (db/queries/idempotency.sql):
+-- key and attempt committed PENDING, with the audit rows CREATED and
+-- PENDING, the lock renewed last. Lock TTL 30 s, key TTL 48 h (the defaults).
 BEGIN;
 INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, locked_until, expires_at)
 VALUES (
@@ -61,6 +62,10 @@ WITH ins AS (
     ORDER BY s.n
 )
 SELECT * FROM ins;
+UPDATE idempotency_keys
+SET locked_until = clock_timestamp() + 30000::bigint * interval '1 millisecond'
+WHERE tenant_id = :tenant AND key = 'k' || :n::text
+  AND attempt_id = ('pay_' || :n::text)::text AND response_code IS NULL;
 COMMIT;
 
 -- (the provider call: not in this script)
