@@ -14,6 +14,7 @@
 # BENCH_KEEP=1 also writes their pids to $OUT/pids and the tenant's API
 # key to $OUT/api_key (mode 600; bin/ is not committed),
 # BENCH_VEGETA=RATE also runs vegeta at RATE requests/s on the replay.
+# BENCH_PPROF_ADDR serves the pod's profiles there (PPROF_ADDR), to profile it under load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,6 +72,7 @@ if [ "$RELAY" = on ]; then
 fi
 DATABASE_URL="$DBURL" HTTP_ADDR="$HTTP_ADDR" PROVIDER_URL="http://$SIM_ADDR" PROVIDER_API_KEY=sk_sim \
 	AUTO_MIGRATE=false OUTBOX_RELAY="$RELAY" NATS_URL="$nats_url" TENANT_RATE_LIMIT=0 SHUTDOWN_DRAIN_DELAY=0s \
+	PPROF_ADDR="${BENCH_PPROF_ADDR:-}" \
 	bin/paymentsvc serve >"$OUT/paymentsvc.log" 2>&1 &
 svc=$!
 pids+=($svc)
