@@ -7,18 +7,24 @@ import (
 
 // handleGetCharge is GET /v1/charges/{id}.
 func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
+	serveByID(s, w, r, s.st.charges, "charge")
+}
+
+// serveByID answers a copy of the object m holds under the path's {id}
+// (read under the state's lock), or 404 resource_missing naming what.
+func serveByID[T any](s *Server, w http.ResponseWriter, r *http.Request, m map[string]*T, what string) {
 	s.mu.Lock()
-	ch, ok := s.st.charges[r.PathValue("id")]
-	var c Charge
+	p, ok := m[r.PathValue("id")]
+	var found T
 	if ok {
-		c = *ch
+		found = *p
 	}
 	s.mu.Unlock()
 	if !ok {
-		writeError(w, s.log, errorf(codeResourceMissing, "no such charge"))
+		writeError(w, s.log, errorf(codeResourceMissing, "no such "+what))
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, found)
 }
 
 // maxListLimit bounds ?limit of GET /v1/charges.

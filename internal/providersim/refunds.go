@@ -184,16 +184,5 @@ func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 
 // handleGetRefund is GET /v1/refunds/{id}.
 func (s *Server) handleGetRefund(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	re, ok := s.st.refunds[r.PathValue("id")]
-	var found Refund
-	if ok {
-		found = *re
-	}
-	s.mu.Unlock()
-	if !ok {
-		writeError(w, s.log, errorf(codeResourceMissing, "no such refund"))
-		return
-	}
-	writeJSON(w, http.StatusOK, found)
+	serveByID(s, w, r, s.st.refunds, "refund")
 }
