@@ -45,9 +45,9 @@ func QueueInsertCalling(p *db.Pipeline, n New, provider string) *Queued {
 	return q
 }
 
-// Expected is how transition c will leave attempt a, but for updated_at,
+// expected is how transition c will leave attempt a, but for updated_at,
 // which the transaction sets.
-func Expected(a Attempt, c Change) Attempt {
+func expected(a Attempt, c Change) Attempt {
 	a.Status = c.To
 	if c.ChargeID != "" {
 		a.ProviderChargeID = &c.ChargeID
@@ -56,6 +56,22 @@ func Expected(a Attempt, c Change) Attempt {
 		a.FailureCode = &c.FailureCode
 	}
 	return a
+}
+
+// StampedPayment is the payment as clients see it once c has moved a (with
+// its tenant, as events carry it, if withTenant), its updated_at left for
+// the transaction to stamp (db.Stamped).
+func StampedPayment(a Attempt, c Change, withTenant bool) (db.Stamped, error) {
+	pub := expected(a, c).Public()
+	if withTenant {
+		pub.TenantID = a.TenantID
+	}
+	pub.UpdatedAt = time.Time{}
+	b, err := json.Marshal(pub)
+	if err != nil {
+		return db.Stamped{}, err
+	}
+	return db.StampAt(b, "updated_at")
 }
 
 // QueueFinish queues the transition of a from its status to c.To, only while
@@ -67,14 +83,8 @@ func Expected(a Attempt, c Change) Attempt {
 func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenantID, key string, token int64) (*Queued, error) {
 	var event db.Stamped
 	if c.To.Final() {
-		pub := Expected(a, c).Public()
-		pub.TenantID = a.TenantID
-		pub.UpdatedAt = time.Time{} // the transaction stamps it
-		b, err := json.Marshal(pub)
-		if err != nil {
-			return nil, err
-		}
-		if event, err = db.StampAt(b, "updated_at"); err != nil {
+		var err error
+		if event, err = StampedPayment(a, c, true); err != nil {
 			return nil, err
 		}
 	}
@@ -91,11 +101,8 @@ func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenan
 	if !c.To.Final() {
 		return q, nil
 	}
-	typ := EventPaymentSucceeded
-	if c.To == Failed {
-		typ = EventPaymentFailed
-	}
-	return q, outbox.QueueEnqueueMoved(ctx, p, outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID}, event, string(c.To))
+	ev := outbox.Event{Type: eventType(c.To), SubjectID: a.ID, PaymentID: a.ID}
+	return q, outbox.QueueEnqueueMoved(ctx, p, ev, event, string(c.To))
 }
 
 // take keeps a queued statement's row; no row is not an error.

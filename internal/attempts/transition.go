@@ -88,10 +88,14 @@ func enqueueFinal(ctx context.Context, tx db.DBTX, a Attempt) error {
 	if err != nil {
 		return err
 	}
-	typ := EventPaymentSucceeded
-	if a.Status == Failed {
-		typ = EventPaymentFailed
-	}
-	_, err = outbox.Enqueue(ctx, tx, outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID, Payload: payload})
+	_, err = outbox.Enqueue(ctx, tx, outbox.Event{Type: eventType(a.Status), SubjectID: a.ID, PaymentID: a.ID, Payload: payload})
 	return err
+}
+
+// eventType is the event of a payment that became final in status s.
+func eventType(s Status) string {
+	if s == Failed {
+		return EventPaymentFailed
+	}
+	return EventPaymentSucceeded
 }

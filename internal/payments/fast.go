@@ -2,10 +2,8 @@ package payments
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
@@ -113,13 +111,7 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 	}
 	var key *idempotency.Completed
 	if c.to.Final() {
-		pub := attempts.Expected(a, ac).Public()
-		pub.UpdatedAt = time.Time{} // the transaction stamps it
-		b, err := json.Marshal(pub)
-		if err != nil {
-			return Reply{}, true, err
-		}
-		body, err := db.StampAt(b, "updated_at")
+		body, err := attempts.StampedPayment(a, ac, false)
 		if err != nil {
 			return Reply{}, true, err
 		}
