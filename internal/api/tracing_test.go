@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,4 +267,46 @@ func TestTracingOffSendsNoTraceparent(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(t.Context(),
 		`SELECT traceparent FROM outbox WHERE payment_id = $1`, r.Str("id")).Scan(&stored))
 	require.Nil(t, stored, "no traceparent on the event")
+}
+
+// A replay reads first: its database work is one read batch (the key, whose
+// stored answer it replays), with no insert of the key, no other
+// transaction, and no provider call. An API key already seen is
+// authenticated without a query. Not parallel: tracing is process-wide.
+func TestTracingReplayIsOneRead(t *testing.T) {
+	rec := withTracing(t)
+	b := setup(t)
+	headers := func(traceparent string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "replay-read",
+			"Content-Type": "application/json", "traceparent": traceparent}
+	}
+	first := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-replay-read", 500)), headers("00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+	require.Equal(t, http.StatusCreated, first.Status, "%s", first)
+
+	const replay = "00-6bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traceID, _ := trace.TraceIDFromHex("6bf92f3577b34da6a3ce929d0e0e4736")
+	again := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-replay-read", 500)), headers(replay))
+	require.Equal(t, http.StatusCreated, again.Status, "%s", again)
+	require.True(t, again.Replayed())
+
+	byID, server := spansOf(t, rec, traceID, "POST /v1/payments")
+	t.Cleanup(func() {
+		if t.Failed() {
+			printTree(t, byID, server)
+		}
+	})
+	var statements, txs []string
+	for _, s := range byID {
+		switch {
+		case s.Name() == "db.transaction":
+			txs = append(txs, s.Name())
+		case attrOf(s, "db.system.name") == "postgresql" && attrOf(s, "db.query.text") != "":
+			statements = append(statements, s.Name())
+		}
+		require.NotContains(t, s.Name(), "provider", "a replay calls no provider")
+	}
+	slices.Sort(statements)
+	require.Equal(t, []string{"batch query IdemKeyGet", "batch query RoutingRulesGet"}, statements,
+		"one read batch; no key insert, no authentication query")
+	require.Len(t, txs, 1)
 }
