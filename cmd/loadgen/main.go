@@ -24,8 +24,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -41,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
+	"github.com/acme/paymentsvc/internal/ids"
 )
 
 type config struct {
@@ -87,7 +86,7 @@ func run(cfg config) int {
 	hc := &http.Client{Timeout: cfg.timeout, Transport: &http.Transport{
 		MaxIdleConns: cfg.c * 2, MaxIdleConnsPerHost: cfg.c * 2, IdleConnTimeout: 90 * time.Second,
 	}}
-	g := &gen{cfg: cfg, hc: hc, run: runID()}
+	g := &gen{cfg: cfg, hc: hc, run: ids.New("", 6)}
 	if cfg.mode == "replay" {
 		code, _, id, err := g.post(ctx, g.key(0), g.body(0))
 		if err != nil || code != http.StatusCreated {
@@ -188,12 +187,6 @@ type gen struct {
 	hc       *http.Client
 	run      string // unique per run, in every key and order id
 	replayID string
-}
-
-func runID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // stormRounds is how many requests per key of a storm's key set are sent

@@ -234,9 +234,9 @@ func Env() []string {
 			strings.HasPrefix(name, "OTEL_") || strings.HasPrefix(name, "TENANT_RATE_") || strings.HasPrefix(name, "WEBHOOK_SECRETS") ||
 			strings.HasPrefix(name, "OUTBOX_") ||
 			strings.HasPrefix(name, "IDEMPOTENCY_") || strings.HasPrefix(name, "PAYMENTSVC_") ||
-			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" || name == "OUTBOX_RELAY" ||
-			name == "WEBHOOK_SECRETS" || name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||
-			name == "WEBHOOK_EVENT_TTL" || name == "OUTBOX_RETENTION" || name == "SHUTDOWN_DRAIN_DELAY" ||
+			name == "DATABASE_URL" || name == "HTTP_ADDR" || name == "NATS_URL" ||
+			name == "AUTO_MIGRATE" || name == "SHUTDOWN_TIMEOUT" ||
+			name == "WEBHOOK_EVENT_TTL" || name == "SHUTDOWN_DRAIN_DELAY" ||
 			name == "AUTH_CACHE_TTL" || name == "PPROF_ADDR" {
 			continue
 		}

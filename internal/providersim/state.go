@@ -37,20 +37,21 @@ func newState() *state {
 
 // chargeByKey returns the charge created under an idempotency key.
 func (st *state) chargeByKey(key string) (*Charge, *storedAnswer, bool) {
-	ans, ok := st.chargeKeys[key]
-	if !ok {
-		return nil, nil, false
-	}
-	return st.charges[ans.ID], ans, true
+	return byKey(st.chargeKeys, st.charges, key)
 }
 
 // refundByKey returns the refund created under an idempotency key.
 func (st *state) refundByKey(key string) (*Refund, *storedAnswer, bool) {
-	ans, ok := st.refundKeys[key]
+	return byKey(st.refundKeys, st.refunds, key)
+}
+
+// byKey returns the object of objs that the answer stored under key names.
+func byKey[T any](keys map[string]*storedAnswer, objs map[string]*T, key string) (*T, *storedAnswer, bool) {
+	ans, ok := keys[key]
 	if !ok {
 		return nil, nil, false
 	}
-	return st.refunds[ans.ID], ans, true
+	return objs[ans.ID], ans, true
 }
 
 // sortedCharges returns copies of the charges keep accepts, ordered by
