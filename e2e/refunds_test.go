@@ -323,3 +323,30 @@ func TestRefundsResolvedByWebhookAndReconciler(t *testing.T) {
 	require.Equal(t, 1, s.count(t, `SELECT count(*) FROM outbox WHERE payment_id = $1 AND type = 'PaymentFailed'`, trip.Str("id")))
 	require.Equal(t, 0, s.count(t, `SELECT count(*) FROM anomalies`))
 }
+
+// GET /v1/refunds/{id}?sync=true of a refund whose answer was lost asks the
+// provider and answers the refund as it resolved: the same refund, now
+// SUCCEEDED, counted once on its payment.
+func TestRefundSyncAnswersTheResolvedRefund(t *testing.T) {
+	t.Parallel()
+	s := newFaultStack(t)
+	_, c := s.startPod(t, "pod", shortTimings(shortLockTTL, "PROVIDER_BREAKER_FAILURES=100")...)
+	id := paid(t, c, "o-1", 1000)
+	s.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true, Refunds: true})
+	lost := mustRefund(t, c, id, "rf-sync", 100)
+	s.sim.ClearFaults(t)
+	require.Equal(t, 202, lost.Status, "%s", lost)
+	require.Equal(t, "UNKNOWN", lost.Str("status"))
+
+	synced, err := c.Get("/v1/refunds/" + lost.Str("id") + "?sync=true")
+	require.NoError(t, err)
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, lost.Str("id"), synced.Str("id"))
+	require.Equal(t, id, synced.Str("payment_id"))
+	require.Equal(t, "SUCCEEDED", synced.Str("status"))
+	require.EqualValues(t, 100, synced.JSON["amount"])
+	require.Len(t, simRefunds(t, s.sim), 1)
+	p, err := c.Get("/v1/payments/" + id)
+	require.NoError(t, err)
+	require.EqualValues(t, 100, p.JSON["amount_refunded"])
+}

@@ -71,8 +71,8 @@ func (s *Service) Sync(ctx context.Context, id string, opt SyncOptions) (attempt
 // SyncRefund is Sync for refund id.
 func (s *Service) SyncRefund(ctx context.Context, id string, opt SyncOptions) (refunds.Refund, SyncOutcome, error) {
 	sub, outcome, err := s.sync(ctx, refundsKind{s}, id, opt)
-	r, _ := sub.rec.(refunds.Refund)
-	return r, outcome, err
+	rec, _ := sub.rec.(refundRecord)
+	return rec.Refund, outcome, err
 }
 
 func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) (subject, SyncOutcome, error) {
