@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/acme/paymentsvc/internal/routing"
@@ -65,7 +64,5 @@ func writeRules(w http.ResponseWriter, rules []routing.Rule) {
 	if rules == nil {
 		rules = []routing.Rule{}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(routingBody{Rules: rules})
+	writeJSON(w, http.StatusOK, routingBody{Rules: rules})
 }

@@ -60,8 +60,7 @@ func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 	id := ids.New("evt_", 12)
 	var traceparent *string // NULL unless traced; allocated only then
 	if tp := tracing.Traceparent(ctx); tp != "" {
-		traced := tp
-		traceparent = &traced
+		traceparent = &tp
 	}
 	err := db.Q.OutboxInsert(ctx, tx, db.OutboxInsertParams{
 		ID: id, Type: ev.Type, Subject: subject, SubjectID: ev.SubjectID, PaymentID: ev.PaymentID, Payload: ev.Payload,

@@ -55,11 +55,7 @@ func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, 
 		return Reply{}, false, nil
 	}
 
-	n := attempts.New{
-		ID: attempts.NewID(), TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
-		Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
-		Description: in.Description, Metadata: in.Metadata, Route: route,
-	}
+	n := in.attempt(attempts.NewID(), route)
 	var acquire db.Pipeline
 	key := idempotency.QueueInsert(&acquire, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint, n.ID)
 	created := attempts.QueueInsertCalling(&acquire, n, first.Name())
@@ -143,13 +139,6 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 	}
 	return reply, true, err
 }
-
-// fastFinisher is a kind with a finish of one round trip.
-type fastFinisher interface {
-	finishFast(ctx context.Context, lock idempotency.Lock, pending subject, c change) (Reply, bool, error)
-}
-
-var _ fastFinisher = charges{}
 
 // A subject committed PENDING by the fast path is at its first candidate.
 func premarkedAt(pre *subject, name string) bool {

@@ -196,8 +196,8 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
 		}
-		if f, ok := k.(fastFinisher); ok && fast {
-			if reply, done, err := f.finishFast(ctx, lock, pending, c); done {
+		if fast { // only payments take the fast path (createFast)
+			if reply, done, err := k.(charges).finishFast(ctx, lock, pending, c); done {
 				return reply, err
 			}
 		}

@@ -88,6 +88,7 @@ type Service struct {
 	pool      *db.Pool
 	providers map[string]Provider
 	order     []Provider // the default routing order
+	names     []string   // their names, in that order
 	cfg       Config
 	log       *slog.Logger
 }
@@ -117,7 +118,11 @@ func NewRouted(pool *db.Pool, providers []Provider, cfg Config, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{pool: pool, providers: byName, order: providers, cfg: cfg, log: log}, nil
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name()
+	}
+	return &Service{pool: pool, providers: byName, order: providers, names: names, cfg: cfg, log: log}, nil
 }
 
 // Config returns the service's timing settings.
@@ -127,13 +132,8 @@ func (s *Service) Config() Config { return s.cfg }
 func (s *Service) Providers() []Provider { return s.order }
 
 // ProviderNames returns the providers' names, in their default routing order.
-func (s *Service) ProviderNames() []string {
-	out := make([]string, len(s.order))
-	for i, p := range s.order {
-		out[i] = p.Name()
-	}
-	return out
-}
+// The slice is the service's: callers must not change it.
+func (s *Service) ProviderNames() []string { return s.names }
 
 // pinned is the provider a subject that may have reached one is at. One
 // that records none (written before providers were recorded) can only be
@@ -167,6 +167,15 @@ type CreateInput struct {
 	PaymentMethod  string
 	Description    *string
 	Metadata       map[string]string
+}
+
+// attempt is the attempt in describes, with its id and route.
+func (in CreateInput) attempt(id string, route []string) attempts.New {
+	return attempts.New{
+		ID: id, TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
+		Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
+		Description: in.Description, Metadata: in.Metadata, Route: route,
+	}
 }
 
 // Reply is an answer to a create request: an HTTP status and the payment as
@@ -205,12 +214,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 				if err != nil {
 					return err
 				}
-				created, err = attempts.Insert(ctx, tx, attempts.New{
-					ID: attemptID, TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
-					Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
-					Description: in.Description, Metadata: in.Metadata,
-					Route: routing.Route(rules, in.Currency, s.ProviderNames()),
-				})
+				created, err = attempts.Insert(ctx, tx, in.attempt(attemptID, routing.Route(rules, in.Currency, s.ProviderNames())))
 				return err
 			})
 		if errors.Is(err, db.ErrConflict) {

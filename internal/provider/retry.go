@@ -68,11 +68,9 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 	switch {
 	case err == nil, refused && tries == 0:
 		return tries, sent, err
-	case refused && sent:
-		// Something was sent already: the refusal proves nothing about it, so
-		// the answer is the last call's error, not ErrUnavailable.
-		return tries, sent, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
 	case refused:
+		// After a try: the answer is the last call's error, not
+		// ErrUnavailable (if it was sent, the refusal proves nothing about it).
 		return tries, sent, fmt.Errorf("%w (retries stopped: circuit breaker open)", last)
 	case ctx.Err() != nil && err == ctx.Err() && last != nil:
 		// ctx ended while waiting for the next try; the backoff returns only ctx.Err().

@@ -3,7 +3,6 @@ package tenants
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"sync"
 	"time"
@@ -25,8 +24,9 @@ const (
 // answers of each kind; a full cache drops answers, never grows). A key
 // revoked in the database therefore keeps working on a pod for up to TTL,
 // and a key created after it was refused is refused for up to NegativeTTL.
-// Database errors are not kept. The stored hash is still compared with the
-// key's in constant time on every request.
+// Database errors are not kept. A key is looked up by its SHA-256, as in the
+// database; the hash the database returned was compared in constant time
+// when the answer was kept.
 type Cache struct {
 	q           db.DBTX
 	ttl, negTTL time.Duration
@@ -41,7 +41,6 @@ type Cache struct {
 
 type entry struct {
 	tenant Tenant
-	hash   []byte
 	until  time.Time
 }
 
@@ -85,28 +84,25 @@ func (c *Cache) Authenticate(ctx context.Context, apiKey string) (Tenant, error)
 	refusedUntil, refused := c.unknown[sum]
 	c.mu.Unlock()
 	if hit && now.Before(e.until) {
-		if subtle.ConstantTimeCompare(e.hash, sum[:]) != 1 {
-			return Tenant{}, ErrUnauthorized
-		}
 		return e.tenant, nil
 	}
 	if refused && now.Before(refusedUntil) {
 		return Tenant{}, ErrUnauthorized
 	}
 
-	t, err := Authenticate(ctx, c.q, apiKey)
+	t, err := authenticateSum(ctx, c.q, sum)
 	switch {
 	case err == nil:
-		c.put(sum, func() { c.known[sum] = entry{tenant: t, hash: sum[:], until: now.Add(c.ttl)}; delete(c.unknown, sum) })
+		c.put(func() { c.known[sum] = entry{tenant: t, until: now.Add(c.ttl)}; delete(c.unknown, sum) })
 	case errors.Is(err, ErrUnauthorized) && c.negTTL > 0:
-		c.put(sum, func() { c.unknown[sum] = now.Add(c.negTTL); delete(c.known, sum) })
+		c.put(func() { c.unknown[sum] = now.Add(c.negTTL); delete(c.known, sum) })
 	}
 	return t, err
 }
 
 // put stores an answer, first making room: expired answers go (at most once
 // a second, or when full), then, if still full, arbitrary ones.
-func (c *Cache) put(sum [sha256.Size]byte, store func()) {
+func (c *Cache) put(store func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()

@@ -50,7 +50,11 @@ func Authenticate(ctx context.Context, q db.DBTX, apiKey string) (Tenant, error)
 	if apiKey == "" {
 		return Tenant{}, ErrUnauthorized
 	}
-	sum := sha256.Sum256([]byte(apiKey))
+	return authenticateSum(ctx, q, sha256.Sum256([]byte(apiKey)))
+}
+
+// authenticateSum is Authenticate of the key whose SHA-256 is sum.
+func authenticateSum(ctx context.Context, q db.DBTX, sum [sha256.Size]byte) (Tenant, error) {
 	row, err := db.Q.TenantGetByAPIKeyHash(ctx, q, sum[:])
 	if err != nil {
 		if errors.Is(db.Translate(err), db.ErrNotFound) {
