@@ -71,12 +71,15 @@ type target struct {
 	schedule func(ctx context.Context, q db.DBTX, id string, checks int, delay time.Duration, review bool) (bool, error)
 	// sync resolves one like payments.Service.Sync, and says how it ended.
 	sync func(ctx context.Context, id string, opt payments.SyncOptions) (status lifecycle.Status, failureCode *string, outcome payments.SyncOutcome, err error)
+	// tally adds what the target's checks found to the run's summary.
+	tally func(sum *Summary, got Summary)
 }
 
 func (r *Reconciler) targets() []target {
 	return []target{
 		{
 			name: "payment", claim: attempts.ClaimDue, release: attempts.ReleaseClaims, schedule: attempts.ScheduleNextCheck,
+			tally: (*Summary).add,
 			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
 				a, outcome, err := r.svc.Sync(ctx, id, opt)
 				return a.Status, a.FailureCode, outcome, err
@@ -84,6 +87,11 @@ func (r *Reconciler) targets() []target {
 		},
 		{
 			name: "refund", claim: refunds.ClaimDue, release: refunds.ReleaseClaims, schedule: refunds.ScheduleNextCheck,
+			tally: func(sum *Summary, got Summary) {
+				sum.Refunds = RefundSummary{Checked: got.Checked, Succeeded: got.Succeeded, Failed: got.Failed, StillUnknown: got.StillUnknown}
+				sum.NeedsReview += got.NeedsReview
+				sum.Errors += got.Errors
+			},
 			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
 				rf, outcome, err := r.svc.SyncRefund(ctx, id, opt)
 				return rf.Status, rf.FailureCode, outcome, err
@@ -105,13 +113,7 @@ func (r *Reconciler) Run(ctx context.Context) (sum Summary, err error) {
 	}
 	for _, t := range r.targets() {
 		got, complete, err := r.runTarget(ctx, t)
-		if t.name == "refund" {
-			sum.Refunds = RefundSummary{Checked: got.Checked, Succeeded: got.Succeeded, Failed: got.Failed, StillUnknown: got.StillUnknown}
-			sum.NeedsReview += got.NeedsReview
-			sum.Errors += got.Errors
-		} else {
-			sum.add(got)
-		}
+		t.tally(&sum, got)
 		if err != nil {
 			return sum, err
 		}
