@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/httpbody"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/refunds"
 )
@@ -26,15 +27,14 @@ const MaxBodyBytes = 64 << 10
 const MaxAmount = 99999999999
 
 // readJSONBody checks the content type and size and returns the raw body.
-func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func readJSONBody(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := httpbody.Read(r, MaxBodyBytes)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if errors.Is(err, httpbody.ErrTooLarge) {
 			return nil, apperr.New(apperr.PayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 		}
 		return nil, apperr.New(apperr.InvalidRequest, "could not read request body")

@@ -49,7 +49,7 @@ func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request) (string, []b
 		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters"))
 		return "", nil, false
 	}
-	body, err := readJSONBody(w, r)
+	body, err := readJSONBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return "", nil, false

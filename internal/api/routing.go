@@ -15,7 +15,7 @@ type routingBody struct {
 // against the configured providers (400 and nothing changed otherwise). A
 // PUT is idempotent by itself: no Idempotency-Key.
 func (s *server) putRouting(w http.ResponseWriter, r *http.Request) {
-	raw, err := readJSONBody(w, r)
+	raw, err := readJSONBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/httpbody"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/reqlog"
@@ -86,10 +86,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, apperr.New(apperr.MethodNotAllowed, "use POST"), "bad_request")
 		return
 	}
-	body, err := readBody(w, r)
+	body, err := httpbody.Read(r, MaxBodyBytes)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if errors.Is(err, httpbody.ErrTooLarge) {
 			h.refuse(w, apperr.New(apperr.PayloadTooLarge, "body larger than 256 KiB"), "bad_request")
 			return
 		}
@@ -184,12 +183,4 @@ func (h *Handler) now() time.Time {
 func (h *Handler) refuse(w http.ResponseWriter, e *apperr.Error, outcome string) {
 	metrics.WebhookOutcomes.WithLabelValues(outcome).Inc()
 	apperr.Write(w, e)
-}
-
-// readBody reads at most MaxBodyBytes; beyond that it returns *http.MaxBytesError.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > MaxBodyBytes {
-		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
-	}
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 }
