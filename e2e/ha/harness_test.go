@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/hatest"
 	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // The pods' timings: short, so that a key whose owner failed with the
@@ -59,7 +60,7 @@ func setup(t *testing.T) *harness {
 
 	// Webhooks go to pod A, so that they race the API's own completions
 	// through the failovers too.
-	addrA := fmt.Sprintf("127.0.0.1:%d", hatest.FreePorts(t, 1)[0])
+	addrA := testkit.ReservedAddr(t)
 	h.sim = proctest.StartSim(t, proctest.SimOptions{Env: []string{"SIM_WEBHOOK_URL=http://" + addrA + "/v1/webhooks/sim"}})
 	g.Watch(h.sim.Pid())
 	env := []string{

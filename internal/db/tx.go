@@ -21,12 +21,21 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
+// errNoRows is Translate(pgx.ErrNoRows), made once.
+var errNoRows = fmt.Errorf("%w: %w", ErrNotFound, pgx.ErrNoRows)
+
 // Translate maps driver errors to this package's sentinels (ErrNotFound,
 // ErrConflict, ErrUnavailable), keeping the original in the chain for logs.
 // It is the only place that knows SQLSTATEs (with unavailableCode, which it
 // uses). An error that already wraps a sentinel is returned as is.
 func Translate(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
+	switch err {
+	case nil, errRecorded:
+		return err // no error; or a pipeline's recording run, whose error is dropped
+	case pgx.ErrNoRows:
+		return errNoRows // the common miss, without the checks below or an allocation
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	if unavailable(err) {
