@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Fingerprint identifies "the same request": method, route and the
@@ -79,6 +80,10 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		}
 		buf.WriteByte(']')
 	case json.Number:
+		if plainInteger(string(x)) {
+			buf.WriteString(string(x)) // what RatString would print, without big.Rat
+			break
+		}
 		r, ok := new(big.Rat).SetString(string(x))
 		if !ok {
 			return fmt.Errorf("invalid number %q", x)
@@ -96,7 +101,45 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
+// writeString writes s as encoding/json does. A string of printable ASCII
+// that json escapes nothing of (no '"', '\\', '<', '>', '&') is written as
+// is between quotes, which is byte for byte what json.Marshal gives.
 func writeString(buf *bytes.Buffer, s string) {
+	if !needsEscape(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return
+	}
 	b, _ := json.Marshal(s) // strings always marshal
 	buf.Write(b)
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return true
+		}
+	}
+	return false
+}
+
+// plainInteger reports whether n is 0 or a nonzero integer without leading
+// zeros, sign '+', fraction or exponent: the numbers whose canonical form
+// (big.Rat's RatString) is the literal itself.
+func plainInteger(n string) bool {
+	digits := strings.TrimPrefix(n, "-")
+	if digits == "0" {
+		return n == "0" // "-0" is 0
+	}
+	if digits == "" || digits[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,9 @@
 package idempotency
 
 import (
+	"bytes"
+	"encoding/json"
+	"math/big"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +92,49 @@ func TestFingerprintRefusesInvalidJSON(t *testing.T) {
 		_, err := Fingerprint("POST", route, []byte(body))
 		require.Error(t, err, "Fingerprint(%q)", body)
 	}
+}
+
+// The fast paths of Canonical (strings json escapes nothing of, plain
+// integers) must give byte for byte what the general ones give, or a stored
+// key's fingerprint would no longer match its own retry.
+func TestCanonicalFastPathsAgree(t *testing.T) {
+	t.Parallel()
+	strs := []string{"", "o-1", "pm_card_visa", "a b", "~", " ", "<", ">", "&", `"`, `\`, "\x00", "\x1f", "\x7f",
+		"é", "\u2028", "\u2029", "\xff", "tab\there", "order <1> & \"2\""}
+	for c := 0; c < 256; c++ {
+		strs = append(strs, "x"+string(rune(c))+"y", string([]byte{byte(c)}))
+	}
+	for _, s := range strs {
+		var got bytes.Buffer
+		writeString(&got, s)
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), got.String(), "string %q", s)
+	}
+	nums := map[string]bool{
+		"0": true, "1": true, "-1": true, "500": true, "99999999999": true, "123456789012345678901234567890": true,
+		"-0": false, "00": false, "01": false, "+1": false, "1.0": false, "1e2": false, "-": false, "": false, "1a": false,
+	}
+	for n, plain := range nums {
+		require.Equal(t, plain, plainInteger(n), "plainInteger(%q)", n)
+		if !plain {
+			continue
+		}
+		r, ok := new(big.Rat).SetString(n)
+		require.True(t, ok, n)
+		require.Equal(t, r.RatString(), n, "canonical form of %q", n)
+	}
+}
+
+func FuzzWriteString(f *testing.F) {
+	f.Add("o-1")
+	f.Add("<&>")
+	f.Fuzz(func(t *testing.T, s string) {
+		var got bytes.Buffer
+		writeString(&got, s)
+		want, _ := json.Marshal(s)
+		if got.String() != string(want) {
+			t.Fatalf("writeString(%q) = %s, json.Marshal = %s", s, got.String(), want)
+		}
+	})
 }
