@@ -227,6 +227,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		{`{"rules":[{"currency":"EUR","providers":[]}]}`, true},
 		{`{"rules":[{"providers":["sim","sim"]}]}`, true},
 		{`{"rules":[{"currency":"eur","providers":["sim"]}]}`, true},
+		{`{"rules":[{"currency":"","providers":["sim"]}]}`, true},
 		{`{"rules":[{"currency":"EUR","providers":["sim"],"weight":2}]}`, true},
 		{`{"rules":[],"default":"sim"}`, true},
 		{`{}`, true},

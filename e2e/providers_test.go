@@ -240,6 +240,101 @@ func TestAmbiguousPinsThePayment(t *testing.T) {
 	}
 }
 
+// TestProviderRemovedFromProviders: PROVIDERS loses sim_b while a tenant's
+// rules and some payments still name it (a pod and the reconciler started
+// with sim_a only). GET /v1/routing still shows the rules as stored. A new
+// payment skips sim_b: it goes to the next provider of its rule, or, when
+// the rule names no other, is answered 503 provider_unavailable with
+// nothing charged, the key released and the payment CREATED. A payment
+// pinned to sim_b stays there: its retry and its refund answer 503,
+// ?sync=true answers it as it is, the reconciler counts its check as an
+// error and settlement fails the day (exit 1) after checking the rest. No
+// 500, no charge anywhere but where each payment is.
+func TestProviderRemovedFromProviders(t *testing.T) {
+	t.Parallel()
+	s := newTwoProviders(t)
+	c := proctest.NewClient(s.pod(t, "before").URL(), s.t1.APIKey)
+	rules := `{"rules":[{"currency":"EUR","providers":["sim_b","sim_a"]},{"providers":["sim_b"]}]}`
+	require.Equal(t, 200, putRouting(t, c, rules).Status)
+	paid := c.MustPay(t, "k-paid", apiclient.Visa("o-paid", 500))
+	require.Equal(t, 201, paid.Status, "%s", paid)
+	require.Equal(t, "sim_b", paid.Str("provider"))
+	s.b.SetFaults(t, providersim.Faults{DropAfterCommit: true})
+	lost := c.MustPay(t, "k-lost", apiclient.Visa("o-lost", 700))
+	require.Equal(t, 202, lost.Status, "%s", lost)
+	require.Equal(t, "sim_b", lost.Str("provider"))
+	s.b.ClearFaults(t)
+
+	onlyA := shortTimings(shortLockTTL, "PROVIDERS=sim_a="+s.a.URL())
+	after := proctest.StartPod(t, proctest.PodOptions{Name: "after", DatabaseURL: s.db.URL, ProviderURL: s.a.URL(), Env: onlyA})
+	ca := proctest.NewClient(after.URL(), s.t1.APIKey)
+	require.JSONEq(t, rules, string(ca.MustGet(t, "/v1/routing").Raw), "the rules as stored")
+
+	eur := ca.MustPay(t, "k-eur", apiclient.Payment{OrderID: "o-eur", Amount: 500, Currency: "EUR", PaymentMethod: "pm_card_visa"})
+	require.Equal(t, 201, eur.Status, "%s", eur)
+	require.Equal(t, "sim_a", eur.Str("provider"), "sim_b skipped")
+	require.Equal(t, []lifecycle.Status{lifecycle.Created, lifecycle.Pending, lifecycle.Succeeded}, trailOf(t, s.db, eur.Str("id")))
+
+	for range 2 { // the first request, then its retry
+		r := ca.MustPay(t, "k-usd", apiclient.Visa("o-usd", 500))
+		require.NoError(t, r.CheckProblem(503, "provider_unavailable"))
+		require.Equal(t, 1, r.RetryAfter())
+	}
+	var usd string
+	var prov *string
+	require.NoError(t, s.db.Pool.QueryRow(context.Background(),
+		`SELECT id, provider FROM payment_attempts WHERE order_id = 'o-usd'`).Scan(&usd, &prov))
+	require.Nil(t, prov)
+	require.Equal(t, []lifecycle.Status{lifecycle.Created}, trailOf(t, s.db, usd))
+
+	require.NoError(t, ca.MustPay(t, "k-lost", apiclient.Visa("o-lost", 700)).CheckProblem(503, "provider_unavailable"))
+	synced := ca.MustGet(t, "/v1/payments/"+lost.Str("id")+"?sync=true")
+	require.Equal(t, 200, synced.Status, "%s", synced)
+	require.Equal(t, "UNKNOWN", synced.Str("status"))
+	require.Equal(t, "sim_b", synced.Str("provider"))
+	require.NoError(t, mustRefund(t, ca, paid.Str("id"), "k-refund", 0).CheckProblem(503, "provider_unavailable"))
+	var refundID, refundStatus string
+	require.NoError(t, s.db.Pool.QueryRow(context.Background(),
+		`SELECT id, status FROM refunds WHERE payment_id = $1`, paid.Str("id")).Scan(&refundID, &refundStatus))
+	require.Equal(t, "CREATED", refundStatus)
+
+	// One warning per request that skipped sim_b; none for the sync.
+	skipped := map[string]int{}
+	for _, l := range opsLogLines(after) {
+		if l.str("msg") == "skipping providers that are not configured (PROVIDERS)" {
+			require.Equal(t, "WARN", l.str("level"))
+			require.Equal(t, []any{"sim_b"}, l["skipped"])
+			skipped[l.str("payment_id")+l.str("refund_id")]++
+		}
+	}
+	require.Equal(t, map[string]int{eur.Str("id"): 1, usd: 2, lost.Str("id"): 1, refundID: 1}, skipped)
+
+	env := append(onlyA, "DATABASE_URL="+s.db.URL)
+	stdout, stderr, code, err := proctest.Run(context.Background(), proctest.Build(t).Reconciler, []string{"run", "--min-age", "0s"}, env)
+	require.NoError(t, err)
+	require.Equal(t, 0, code, "%s", stderr)
+	require.JSONEq(t, `{"checked":2,"succeeded":0,"failed":1,"still_unknown":1,"needs_review":0,"errors":1,
+		"refunds":{"checked":1,"succeeded":0,"failed":1,"still_unknown":0}}`, stdout,
+		"the CREATED payment and refund abandoned; the check of the one pinned to sim_b an error")
+	day := time.Now().UTC().Format("2006-01-02")
+	stdout, stderr, code, err = proctest.Run(context.Background(), proctest.Build(t).Reconciler, []string{"settle", "--day", day}, env)
+	require.NoError(t, err)
+	require.Equal(t, 1, code, "a SUCCEEDED payment at sim_b cannot be checked: %s", stdout)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "succeeded payment at a provider that is not configured; not checked")
+	require.Contains(t, stderr, "provider not configured (PROVIDERS)")
+
+	var status string
+	require.NoError(t, s.db.Pool.QueryRow(context.Background(),
+		`SELECT status, provider FROM payment_attempts WHERE id = $1`, lost.Str("id")).Scan(&status, &prov))
+	require.Equal(t, "UNKNOWN", status, "left as it was")
+	require.Equal(t, "sim_b", *prov)
+	for id, want := range map[string][2]int{paid.Str("id"): {0, 1}, lost.Str("id"): {0, 1}, eur.Str("id"): {1, 0}, usd: {0, 0}} {
+		a, b := s.chargesFor(t, id)
+		require.Equal(t, want, [2]int{a, b}, "charges of %s at sim_a, sim_b", id)
+	}
+}
+
 // reconciler runs the reconciler with the pods' provider settings and
 // returns its stdout, requiring exit 0.
 func (s *twoProviders) reconciler(t *testing.T, args ...string) string {

@@ -21,7 +21,7 @@ func (s *server) putRouting(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		Rules *[]routing.Rule `json:"rules"`
+		Rules *[]ruleRequest `json:"rules"`
 	}
 	if err := decodeStrict(raw, &body); err != nil {
 		s.writeError(w, r, err)
@@ -31,23 +31,37 @@ func (s *server) putRouting(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalid("rules is required ({\"rules\":[]} clears them)"))
 		return
 	}
+	rules := make([]routing.Rule, len(*body.Rules))
 	for i, rule := range *body.Rules {
-		if rule.Currency != "" && !isISO4217(rule.Currency) {
-			// The same currencies a payment may have.
-			s.writeError(w, r, invalid("rules[%d].currency must be an ISO 4217 alphabetic code in upper case, e.g. USD", i))
+		if rule.Currency != nil && !isISO4217(*rule.Currency) {
+			// The same currencies a payment may have; "" too: only a rule
+			// without currency matches every payment.
+			s.writeError(w, r, invalid("rules[%d].currency must be an ISO 4217 alphabetic code in upper case, e.g. USD (leave it out for a rule that matches every currency)", i))
 			return
 		}
+		rules[i].Providers = rule.Providers
+		if rule.Currency != nil {
+			rules[i].Currency = *rule.Currency
+		}
 	}
-	if err := routing.Validate(*body.Rules, s.Payments.ProviderNames()); err != nil {
+	if err := routing.Validate(rules, s.Payments.ProviderNames()); err != nil {
 		s.writeError(w, r, invalid("%s", err.Error()))
 		return
 	}
 	t := tenantOf(r.Context())
-	if err := routing.Put(r.Context(), s.Pool, t.ID, *body.Rules); err != nil {
+	if err := routing.Put(r.Context(), s.Pool, t.ID, rules); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeRules(w, *body.Rules)
+	writeRules(w, rules)
+}
+
+// ruleRequest is a rule as PUT: routing.Rule reads a "" currency as none,
+// so the request is decoded apart to tell an absent currency (or null)
+// from "", which is refused.
+type ruleRequest struct {
+	Currency  *string  `json:"currency"`
+	Providers []string `json:"providers"`
 }
 
 // getRouting is GET /v1/routing: the tenant's rules as stored.

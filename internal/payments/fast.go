@@ -29,9 +29,9 @@ import (
 //
 // Whatever the fast path cannot decide alone, it leaves to the general path
 // (Acquire, markCalling, finish), having written nothing: a key to take
-// over, an order already paid, a first provider whose breaker is open, a
-// webhook that moved the attempt during the call, a lost lock, an armed
-// failpoint of the general path.
+// over, an order already paid, a first provider whose breaker is open or
+// that is not configured (drive skips it), a webhook that moved the attempt
+// during the call, a lost lock, an armed failpoint of the general path.
 
 // createFast runs steps 1 and 2 and drives the payment; done is false when
 // the request is the general path's.

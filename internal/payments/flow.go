@@ -114,7 +114,8 @@ func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, 
 
 // drive continues subject sub from its status while holding the key's lock.
 //
-// A subject goes to the first of its candidates whose breaker is not open.
+// A subject goes to the first of its candidates whose breaker is not open;
+// a candidate that is not configured is skipped (configured).
 // It moves on to the next only when the call was not sent (no connection
 // obtained for any try): the provider is committed with PENDING before each
 // call, and a call that was not sent takes it back to CREATED (not_sent)
@@ -135,11 +136,8 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 	// One retry budget for every call of the request, from the first one
 	// (waits for the database before it do not count).
 	var callCtx context.Context
-	for _, name := range k.candidates(sub) {
-		p, err := s.Provider(name)
-		if err != nil {
-			return Reply{}, err
-		}
+	for _, p := range s.configured(k, sub) {
+		name := p.Name()
 		var pending subject // committed PENDING at name by the fast path
 		fast := premarkedAt(pre, name)
 		if fast {
@@ -152,6 +150,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			continue // refused before anything is sent: the next one
 		}
 		committedPending := true
+		var err error
 		if !fast {
 			committedPending, err = s.markCalling(ctx, k, lock, sub, name)
 		}
@@ -205,6 +204,30 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 	}
 	// No provider could be reached: nothing was sent anywhere.
 	return s.unavailable(ctx, lock)
+}
+
+// configured is sub's candidates that are configured, in order. A name
+// that is not (removed from PROVIDERS after a rule, the route or the
+// subject named it) is skipped, with one warning for the request: the
+// subject never goes to a provider outside its candidates, so with none
+// left it is answered like one whose providers all refused the connection
+// (drive's 503, the key released, the subject as it was).
+func (s *Service) configured(k kind, sub subject) []Provider {
+	names := k.candidates(sub)
+	out := make([]Provider, 0, len(names))
+	var skipped []string
+	for _, name := range names {
+		if p, ok := s.providers[name]; ok {
+			out = append(out, p)
+		} else {
+			skipped = append(skipped, name)
+		}
+	}
+	if len(skipped) > 0 {
+		s.log.Warn("skipping providers that are not configured (PROVIDERS)", k.name()+"_id", sub.id,
+			"status", sub.status, "skipped", skipped, "left", len(out))
+	}
+	return out
 }
 
 func providerIDOf(r provider.Result) string {

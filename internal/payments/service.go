@@ -146,12 +146,18 @@ func (s *Service) pinned(sub subject) string {
 	return sub.provider
 }
 
+// ErrProviderNotConfigured means a name is not one of the configured
+// providers (PROVIDERS): a stored routing rule, a payment's route or the
+// provider a payment or refund is at may name one removed since.
+var ErrProviderNotConfigured = errors.New("provider not configured (PROVIDERS)")
+
 // Provider returns the provider called name; an attempt at a provider that
-// is no longer configured cannot be driven or asked (an error).
+// is no longer configured cannot be driven or asked
+// (ErrProviderNotConfigured).
 func (s *Service) Provider(name string) (Provider, error) {
 	p, ok := s.providers[name]
 	if !ok {
-		return nil, fmt.Errorf("provider %q is not configured (PROVIDERS)", name)
+		return nil, fmt.Errorf("%w: %q", ErrProviderNotConfigured, name)
 	}
 	return p, nil
 }

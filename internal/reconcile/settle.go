@@ -268,9 +268,13 @@ func (r *Reconciler) refundOrphan(ctx context.Context, p payments.Provider, ch p
 // findMissing records the attempts created in [from, to) and SUCCEEDED whose
 // charge the provider does not have. A charge absent from the day's list is
 // looked up by key before it is called missing: an attempt created just
-// before midnight may have its charge created just after.
+// before midnight may have its charge created just after. One at a
+// provider that is no longer configured cannot be looked up: it is logged
+// and skipped, the others are checked, and the error says the day is not
+// fully settled.
 func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCharges map[string]map[string]bool, rep *Report) error {
 	after, afterID := from.Add(-time.Microsecond), ""
+	unchecked := map[string]int{} // provider not configured → its payments skipped
 	for {
 		rows, err := attempts.ListSucceededCreatedBetween(ctx, r.pool, from, to, after, afterID, settleChunk)
 		if err != nil {
@@ -282,6 +286,11 @@ func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCha
 				continue
 			}
 			p, err := r.svc.Provider(row.Provider)
+			if errors.Is(err, payments.ErrProviderNotConfigured) {
+				r.log.Warn("succeeded payment at a provider that is not configured; not checked", "payment_id", row.ID, "provider", row.Provider)
+				unchecked[row.Provider]++
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}
@@ -307,6 +316,9 @@ func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCha
 			r.log.Warn("succeeded payment missing at the provider", "payment_id", row.ID, "charge", stored, "charge_under_key", found)
 		}
 		if len(rows) < settleChunk {
+			if len(unchecked) > 0 {
+				return fmt.Errorf("succeeded payments not checked, by provider: %v: %w", unchecked, payments.ErrProviderNotConfigured)
+			}
 			return nil
 		}
 		last := rows[len(rows)-1]

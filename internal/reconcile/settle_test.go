@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
@@ -100,6 +101,27 @@ func TestSettleEmptyDayAndUnreachableProvider(t *testing.T) {
 	down := b.newProvider(testkit.RefusedURL(t, "http"), provider.Config{})
 	_, err = b.reconcilerWith(b.pool, down, testPayments, reconcile.Config{}).Settle(b.ctx, day)
 	require.ErrorIs(t, err, reconcile.ErrProviderUnreachable)
+}
+
+// TestSettleSkipsProvidersNotConfigured: a SUCCEEDED payment at a provider
+// removed from PROVIDERS cannot be looked up. Settlement skips it, still
+// checks the payments after it, and fails the day with
+// payments.ErrProviderNotConfigured (it is not fully settled).
+func TestSettleSkipsProvidersNotConfigured(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gone := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Succeeded, Provider: "gone", ChargeID: "ch_at_gone"})
+	missing := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Succeeded, ChargeID: "ch_not_at_provider"})
+	day, err := reconcile.ParseDay("2020-02-29")
+	require.NoError(t, err)
+	b.exec(`UPDATE payment_attempts SET created_at = $1 WHERE id = $2`, day.Add(time.Hour), gone)
+	b.exec(`UPDATE payment_attempts SET created_at = $1 WHERE id = $2`, day.Add(2*time.Hour), missing)
+
+	rep, err := b.reconciler(reconcile.Config{}).Settle(b.ctx, day)
+	require.ErrorIs(t, err, payments.ErrProviderNotConfigured)
+	require.Equal(t, reconcile.Report{Day: "2020-02-29", MissingAtProvider: 1}, rep, "the payment after it was checked")
+	require.Equal(t, map[string]string{"missing_at_provider:" + missing: missing}, b.anomalies(attempts.SourceReconciler))
+	require.Equal(t, attempts.Succeeded, b.get(gone).Status)
 }
 
 func TestParseDay(t *testing.T) {

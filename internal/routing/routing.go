@@ -6,7 +6,9 @@
 // currency matches all); without rules, or when none matches, the default
 // order (PROVIDERS). It goes to the first provider of its route whose
 // breaker is not open, and moves on to the next only when the call provably
-// never reached the provider (see docs/providers.md).
+// never reached the provider (see docs/providers.md). Stored rules are kept
+// as stored when PROVIDERS changes; the payments service skips a provider
+// of a route that is no longer configured.
 package routing
 
 import (
