@@ -82,7 +82,7 @@ func TestRunLeavesRecentNotFoundUnknown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Not found at the provider, but changed 3m ago while a call of ours may
-	// still land for LockTTL + RetryBudget + CallTimeout (5m0.8s here).
+	// still land for LockTTL + RetryBudget + CallTimeout (5m5s here).
 	cfg := testPayments
 	cfg.LockTTL = 5 * time.Minute
 	id := b.attempt(noCharge, testdb.AttemptOpts{Status: attempts.Unknown, Age: 3 * time.Minute})

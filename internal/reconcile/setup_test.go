@@ -71,18 +71,29 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-// newProvider is a resilient client of url (proctest.FastProvider when cfg is zero).
+// newProvider is a resilient client of url (testProvider when cfg is zero).
 func (b *bundle) newProvider(url string, cfg provider.Config) *provider.Resilient {
 	if cfg == (provider.Config{}) {
-		cfg = proctest.FastProvider
+		cfg = testProvider
 	}
 	return provider.NewResilient(provider.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
 }
 
-// testPayments are timings that match the fast test provider client.
+// testProvider is proctest.FastProvider with a call timeout a loaded 2-core
+// machine (the race detector, other packages' tests) never reaches by
+// accident: these tests count every check's outcome, and a look-up of the
+// in-process simulator that times out would turn a not-found into an error.
+// Tests of slow or failing providers set their own timings.
+var testProvider = func() provider.Config {
+	c := proctest.FastProvider
+	c.CallTimeout, c.RetryBudget = 2*time.Second, 3*time.Second
+	return c
+}()
+
+// testPayments are timings that match testProvider.
 var testPayments = payments.Config{
 	LockTTL: 30 * time.Second, KeyTTL: 48 * time.Hour,
-	CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerCooldown: 10 * time.Second,
+	CallTimeout: testProvider.CallTimeout, RetryBudget: testProvider.RetryBudget, BreakerCooldown: 10 * time.Second,
 }
 
 // reconciler returns a Reconciler on the bundle's database and simulator
