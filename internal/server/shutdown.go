@@ -12,9 +12,14 @@ import (
 	"time"
 )
 
-// MaxHeaderBytes bounds a request's header: beyond it, 431.
-// (net/http reads up to 4 KiB more before it refuses.)
+// MaxHeaderBytes bounds a request's header block (request line and fields)
+// to 64 KiB: beyond it, 431. net/http reads 4 KiB more than the
+// http.Server's MaxHeaderBytes before it refuses, so that field is set to
+// this less those 4 KiB (headerSlack).
 const MaxHeaderBytes = 64 << 10
+
+// headerSlack is what net/http reads beyond http.Server.MaxHeaderBytes.
+const headerSlack = 4 << 10
 
 // newHTTPServer is the service's http.Server, with the connection count
 // that shutdown reports when it has to cut requests off.
@@ -23,7 +28,7 @@ func newHTTPServer(handler http.Handler) (*http.Server, *connCount) {
 	// No WriteTimeout: a create may legitimately take the whole retry budget.
 	return &http.Server{
 		Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: MaxHeaderBytes, ConnState: conns.track,
+		MaxHeaderBytes: MaxHeaderBytes - headerSlack, ConnState: conns.track,
 	}, conns
 }
 
