@@ -28,6 +28,24 @@ const MaxAmount = 99999999999
 
 // readJSONBody checks the content type and size and returns the raw body.
 func readJSONBody(r *http.Request) ([]byte, error) {
+	return readBody(r, false)
+}
+
+// emptyObject is the body a request without one stands for, where every
+// field is optional.
+var emptyObject = []byte("{}")
+
+// readOptionalJSONBody is readJSONBody for a request whose fields are all
+// optional: no body at all (Content-Length 0, any or no Content-Type) is
+// the empty object, with the empty object's fingerprint.
+func readOptionalJSONBody(r *http.Request) ([]byte, error) {
+	return readBody(r, true)
+}
+
+func readBody(r *http.Request, optional bool) ([]byte, error) {
+	if optional && r.ContentLength == 0 {
+		return emptyObject, nil
+	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
@@ -38,6 +56,9 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 			return nil, apperr.New(apperr.PayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 		}
 		return nil, apperr.New(apperr.InvalidRequest, "could not read request body")
+	}
+	if optional && len(body) == 0 {
+		return emptyObject, nil // sent chunked, but empty all the same
 	}
 	return body, nil
 }

@@ -17,7 +17,7 @@ import (
 const createRoute = "/v1/payments"
 
 func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
-	key, body, ok := s.keyAndBody(w, r)
+	key, body, ok := s.keyAndBody(w, r, readJSONBody)
 	if !ok {
 		return
 	}
@@ -37,9 +37,9 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 	s.writeReply(w, r, reply, err)
 }
 
-// keyAndBody reads the Idempotency-Key and the JSON body of a create
-// request, answering the problem itself when either is missing or bad.
-func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request) (string, []byte, bool) {
+// keyAndBody reads the Idempotency-Key and (with read) the JSON body of a
+// create request, answering the problem itself when either is missing or bad.
+func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request, read func(*http.Request) ([]byte, error)) (string, []byte, bool) {
 	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
 	switch {
 	case errors.Is(err, idempotency.ErrKeyMissing):
@@ -49,7 +49,7 @@ func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request) (string, []b
 		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters"))
 		return "", nil, false
 	}
-	body, err := readJSONBody(r)
+	body, err := read(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return "", nil, false

@@ -15,9 +15,10 @@ import (
 )
 
 // createRefund is POST /v1/payments/{id}/refunds. The fingerprint names the
-// concrete path, so one key cannot refund two payments.
+// concrete path, so one key cannot refund two payments. Every field is
+// optional, so a request without a body is the empty object.
 func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
-	key, body, ok := s.keyAndBody(w, r)
+	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
 	if !ok {
 		return
 	}

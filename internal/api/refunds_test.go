@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -82,6 +83,47 @@ func TestRefundFullAndPartial(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", got.Str("status"))
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM outbox WHERE type = 'PaymentRefunded' AND payment_id = $1`, id))
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM refund_events WHERE to_status = 'SUCCEEDED'`))
+}
+
+// TestRefundWithoutABody: every field is optional, so a request with no
+// body at all (no Content-Type either) is {}: the whole rest, and the same
+// request as {} for its key.
+func TestRefundWithoutABody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.paid("o-1", 1000)
+	path := "/v1/payments/" + id + "/refunds"
+	auth := "Bearer " + b.a.APIKey
+
+	r := b.do(http.MethodPost, path, nil, map[string]string{"Authorization": auth, "Idempotency-Key": "r-empty"})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+	require.EqualValues(t, 1000, r.JSON["amount"])
+	first := r.Str("id")
+
+	again := b.refund(b.a, id, "r-empty", `{}`)
+	require.Equal(t, http.StatusCreated, again.Status, "%s", again)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first, again.Str("id"))
+	require.NoError(t, b.refund(b.a, id, "r-empty", `{"amount":1000}`).CheckProblem(http.StatusUnprocessableEntity, "idempotency_key_reused"))
+
+	// Sent chunked (no Content-Length) and empty: the same.
+	id2 := b.paid("o-2", 700)
+	req, err := http.NewRequest(http.MethodPost, b.url+"/v1/payments/"+id2+"/refunds", io.MultiReader())
+	require.NoError(t, err)
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Idempotency-Key", "r-chunked")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	p := b.get(b.a, "/v1/payments/"+id2)
+	require.EqualValues(t, 700, p.JSON["amount_refunded"])
+
+	// A body that is there is still checked: no Content-Type, 415.
+	r = b.do(http.MethodPost, path, []byte(`{}`), map[string]string{"Authorization": auth, "Idempotency-Key": "r-415"})
+	require.NoError(t, r.CheckProblem(http.StatusUnsupportedMediaType, "unsupported_media_type"))
+	require.Equal(t, 2, b.count(`SELECT count(*) FROM refunds`))
 }
 
 // TestRefundRefusals: each refusal has its exact status and code, and keeps
