@@ -42,6 +42,9 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request, read func(*http.Request) ([]byte, error)) (string, []byte, bool) {
 	key, err := idempotency.ParseKey(r.Header.Get("Idempotency-Key"))
 	switch {
+	case len(r.Header.Values("Idempotency-Key")) > 1:
+		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyInvalid, "exactly one Idempotency-Key header is allowed"))
+		return "", nil, false
 	case errors.Is(err, idempotency.ErrKeyMissing):
 		s.writeError(w, r, apperr.New(apperr.IdempotencyKeyMissing, "Idempotency-Key header is required"))
 		return "", nil, false

@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/apiclient"
 )
 
 func TestUnauthorizedWritesNothing(t *testing.T) {
@@ -77,6 +80,21 @@ func TestIdempotencyKeyMissingOrInvalid(t *testing.T) {
 	for _, key := range []string{strings.Repeat("k", 256), "a b", "ключ", `"unterminated`, `"bad\escape"`} {
 		r := b.pay(b.a, key, visa("o-1", 500))
 		require.NoError(t, r.CheckProblem(http.StatusBadRequest, "idempotency_key_invalid"))
+	}
+	// Two keys in one request: which one the client meant is anybody's guess.
+	for _, keys := range [][]string{{"k-1", "k-2"}, {"k-1", "k-1"}} {
+		req, err := http.NewRequest(http.MethodPost, b.url+"/v1/payments", strings.NewReader(visa("o-1", 500)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.a.APIKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["Idempotency-Key"] = keys
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		r := apiclient.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+		require.NoError(t, r.CheckProblem(http.StatusBadRequest, "idempotency_key_invalid"), "keys %v", keys)
 	}
 	b.requireNothingWritten()
 	r = b.pay(b.a, strings.Repeat("k", 255), visa("o-1", 500))

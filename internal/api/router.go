@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/acme/paymentsvc/internal/apperr"
@@ -56,10 +57,12 @@ func New(d Deps) http.Handler {
 	s := &server{Deps: d, log: d.Log}
 	r := chi.NewRouter()
 	r.Use(s.observe)
+	r.Use(middleware.GetHead) // HEAD of every GET endpoint, answered without a body
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apperr.Write(w, apperr.New(apperr.NotFound, "no such endpoint"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowed(r, req.URL.Path))
 		apperr.Write(w, apperr.New(apperr.MethodNotAllowed, "method not allowed on this endpoint"))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +94,24 @@ func New(d Deps) http.Handler {
 		r.Get("/v1/routing", s.getRouting)
 	})
 	return tracing.Handler(r)
+}
+
+// allowMethods are the methods a 405's Allow header may name, in order.
+var allowMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed is the Allow header of a 405 for path: the methods routes has for
+// it, and HEAD wherever GET is (middleware.GetHead).
+func allowed(routes chi.Routes, path string) string {
+	var ms []string
+	for _, m := range allowMethods {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			ms = append(ms, m)
+			if m == http.MethodGet {
+				ms = append(ms, http.MethodHead)
+			}
+		}
+	}
+	return strings.Join(ms, ", ")
 }
 
 func (s *server) ready(w http.ResponseWriter, r *http.Request) {
