@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -81,6 +82,39 @@ func send(t *testing.T, client *http.Client, req *http.Request) reply {
 	raw, err := io.ReadAll(resp.Body)
 	noErr(t, err, "read body")
 	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+// sendTogether sends n requests (the i-th built by req(i)) from a goroutine
+// each, released together, and returns the replies in order; it ends the
+// test when any call failed.
+func (b *bundle) sendTogether(n int, req func(i int) *http.Request) []reply {
+	b.t.Helper()
+	start := make(chan struct{})
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		req := req(i)
+		wg.Go(func() {
+			<-start
+			resp, err := b.client.Do(req)
+			if err != nil {
+				b.t.Errorf("caller %d: %v", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			replies[i] = reply{status: resp.StatusCode, header: resp.Header}
+			replies[i].body, err = io.ReadAll(resp.Body)
+			if err != nil {
+				b.t.Errorf("caller %d: read: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if b.t.Failed() {
+		b.t.FailNow()
+	}
+	return replies
 }
 
 // do sends an authenticated request.
