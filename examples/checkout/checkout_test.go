@@ -116,6 +116,17 @@ func (l *keyLog) tries() []sentKey {
 	return append([]sentKey(nil), l.sent...)
 }
 
+// openOrder serves a checkout built as b.checkout builds it and opens order
+// o-1 (500 USD) through it.
+func (b *bundle) openOrder(t *testing.T, timeout time.Duration) (*httptest.Server, *keyLog) {
+	t.Helper()
+	c, log := b.checkout(t, timeout)
+	srv := serve(t, c)
+	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
+	require.Equal(t, http.StatusCreated, status)
+	return srv, log
+}
+
 // post sends body to path on the checkout's handler and decodes the order.
 func post(t *testing.T, srv *httptest.Server, path string, body any) (int, Order) {
 	t.Helper()
@@ -145,10 +156,7 @@ func serve(t *testing.T, c *Checkout) *httptest.Server {
 func TestCheckoutStoresTheKeyBeforeTheFirstTry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, log := b.checkout(t, 30*time.Second)
-	srv := serve(t, c)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, log := b.openOrder(t, 30*time.Second)
 
 	status, o := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_visa"})
 	require.Equal(t, http.StatusOK, status)
@@ -175,10 +183,7 @@ func TestCheckoutStoresTheKeyBeforeTheFirstTry(t *testing.T) {
 func TestCheckoutResumesWithTheStoredKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first, log := b.checkout(t, 4*time.Second)
-	srv := serve(t, first)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, log := b.openOrder(t, 4*time.Second)
 	b.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
 
 	status, o := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_visa"})
@@ -215,10 +220,7 @@ func TestCheckoutResumesWithTheStoredKey(t *testing.T) {
 func TestCheckoutDeclineStartsANewIntent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, _ := b.checkout(t, 30*time.Second)
-	srv := serve(t, c)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, _ := b.openOrder(t, 30*time.Second)
 
 	status, declined := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_declined"})
 	require.Equal(t, http.StatusPaymentRequired, status)
