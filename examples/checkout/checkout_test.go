@@ -61,17 +61,7 @@ func (b *bundle) checkout(t *testing.T, timeout time.Duration) (*Checkout, *keyL
 // keysStored are the tenant's idempotency keys as the payments service holds them.
 func (b *bundle) keysStored(t *testing.T) []string {
 	t.Helper()
-	rows, err := b.payments.Pool.Query(context.Background(), "SELECT key FROM idempotency_keys WHERE tenant_id = $1 ORDER BY created_at", b.tenant.ID)
-	require.NoError(t, err)
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		require.NoError(t, rows.Scan(&k))
-		keys = append(keys, k)
-	}
-	require.NoError(t, rows.Err())
-	return keys
+	return testdb.Strings[string](context.Background(), t, b.payments.Pool, "SELECT key FROM idempotency_keys WHERE tenant_id = $1 ORDER BY created_at", b.tenant.ID)
 }
 
 // keyLog is the payments client's transport in these tests.
