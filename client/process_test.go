@@ -73,16 +73,7 @@ func (s *stack) client(t *testing.T, cfg client.Config, urls ...string) (*client
 // keysStored lists the tenant's idempotency keys as the service recorded them.
 func (s *stack) keysStored(t *testing.T) []string {
 	t.Helper()
-	rows, err := s.db.Pool.Query(context.Background(), "SELECT key FROM idempotency_keys WHERE tenant_id = $1", s.tenant.ID)
-	require.NoError(t, err)
-	var keys []string
-	for rows.Next() {
-		var k string
-		require.NoError(t, rows.Scan(&k))
-		keys = append(keys, k)
-	}
-	require.NoError(t, rows.Err())
-	return keys
+	return testdb.Strings[string](context.Background(), t, s.db.Pool, "SELECT key FROM idempotency_keys WHERE tenant_id = $1", s.tenant.ID)
 }
 
 // requireOneKey requires that the client sent only key, on every try, and

@@ -68,17 +68,7 @@ func (s *faultStack) client(p *proctest.Process) *proctest.Client {
 // trail returns the statuses of attempt id's audit trail, in order.
 func (s *faultStack) trail(t *testing.T, id string) []attempts.Status {
 	t.Helper()
-	rows, err := s.db.Pool.Query(context.Background(),
-		"SELECT to_status FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id", id)
-	require.NoError(t, err)
-	var out []attempts.Status
-	for rows.Next() {
-		var st string
-		require.NoError(t, rows.Scan(&st))
-		out = append(out, attempts.Status(st))
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return trailOf(t, s.db, id)
 }
 
 // keyState reads the idempotency key's lock and stored response.

@@ -349,17 +349,7 @@ func (s *twoProviders) reconciler(t *testing.T, args ...string) string {
 // trailOf is payment id's audit trail.
 func trailOf(t *testing.T, d *testdb.DB, id string) []lifecycle.Status {
 	t.Helper()
-	rows, err := d.Pool.Query(context.Background(), "SELECT to_status FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id", id)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []lifecycle.Status
-	for rows.Next() {
-		var st string
-		require.NoError(t, rows.Scan(&st))
-		out = append(out, lifecycle.Status(st))
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return testdb.Strings[lifecycle.Status](context.Background(), t, d.Pool, "SELECT to_status FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id", id)
 }
 
 // TestWebhooksPerProvider: each provider's webhooks arrive at its own path

@@ -20,6 +20,7 @@ import (
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -69,17 +70,7 @@ func simRefunds(t *testing.T, sim *proctest.Sim) []providersim.Refund {
 // refundTrail is refund id's audit trail.
 func (s *faultStack) refundTrail(t *testing.T, id string) []lifecycle.Status {
 	t.Helper()
-	rows, err := s.db.Pool.Query(context.Background(), "SELECT to_status FROM refund_events WHERE refund_id = $1 ORDER BY id", id)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []lifecycle.Status
-	for rows.Next() {
-		var st string
-		require.NoError(t, rows.Scan(&st))
-		out = append(out, lifecycle.Status(st))
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return testdb.Strings[lifecycle.Status](context.Background(), t, s.db.Pool, "SELECT to_status FROM refund_events WHERE refund_id = $1 ORDER BY id", id)
 }
 
 func (s *faultStack) count(t *testing.T, sql string, args ...any) int {

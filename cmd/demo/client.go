@@ -42,6 +42,8 @@ func (a answer) String() string {
 	return fmt.Sprintf("%d %s", a.HTTPStatus, b)
 }
 
+func (a answer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.RetryAfter }
+
 // client is the checkout service calling paymentsvc as one tenant.
 type client struct {
 	apiKey string
@@ -148,6 +150,8 @@ func (a refundAnswer) String() string {
 	b, _ := json.Marshal(a)
 	return fmt.Sprintf("%d %s", a.HTTPStatus, b)
 }
+
+func (a refundAnswer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.RetryAfter }
 
 // refund posts a refund of amount of payment paymentID to p with the
 // idempotency key.

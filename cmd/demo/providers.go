@@ -56,7 +56,9 @@ func (d *Demo) refundAnswerLost(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.out, "  %s faults cleared\n", providerA)
 
-	retried, err := d.retryRefund(ctx, d.podB, paid.PaymentID, key, 200, "refund retry, same key")
+	retried, err := retry(ctx, d, "refund retry, same key", func() (refundAnswer, error) {
+		return d.client.refund(ctx, d.podB, paid.PaymentID, key, 200)
+	})
 	if err != nil {
 		return err
 	}
@@ -92,37 +94,24 @@ func (d *Demo) refundAnswerLost(ctx context.Context) error {
 	return nil
 }
 
-// retryRefund retries a refund with its key on p until it is no longer
-// refused for the moment (409 in use, 503 provider unavailable), waiting
-// Retry-After between tries as a client does, and prints each answer.
-func (d *Demo) retryRefund(ctx context.Context, p pod, paymentID, key string, amount int64, what string) (refundAnswer, error) {
+// retry calls send until its answer is no longer refused for the moment
+// (409 in use, 503 provider unavailable), at most 20 times, waiting
+// Retry-After between tries as a client does, and prints each answer as what.
+func retry[A interface {
+	fmt.Stringer
+	statusAndRetryAfter() (status, retryAfter int)
+}](ctx context.Context, d *Demo, what string, send func() (A, error)) (A, error) {
 	for n := 1; ; n++ {
-		a, err := d.client.refund(ctx, p, paymentID, key, amount)
+		a, err := send()
 		if err != nil {
 			return a, err
 		}
 		fmt.Fprintf(d.out, "%s -> %s\n", what, a)
-		if (a.HTTPStatus != http.StatusConflict && a.HTTPStatus != http.StatusServiceUnavailable) || n == 20 {
+		status, retryAfter := a.statusAndRetryAfter()
+		if (status != http.StatusConflict && status != http.StatusServiceUnavailable) || n == 20 {
 			return a, nil
 		}
-		if err := pause(ctx, time.Duration(max(a.RetryAfter, 1))*time.Second); err != nil {
-			return a, err
-		}
-	}
-}
-
-// retryPay is retryRefund for a payment.
-func (d *Demo) retryPay(ctx context.Context, p pod, key string, body apiclient.Payment, what string) (answer, error) {
-	for n := 1; ; n++ {
-		a, err := d.client.pay(ctx, p, key, body, patient)
-		if err != nil {
-			return a, err
-		}
-		fmt.Fprintf(d.out, "%s -> %s\n", what, a)
-		if (a.HTTPStatus != http.StatusConflict && a.HTTPStatus != http.StatusServiceUnavailable) || n == 20 {
-			return a, nil
-		}
-		if err := pause(ctx, time.Duration(max(a.RetryAfter, 1))*time.Second); err != nil {
+		if err := pause(ctx, time.Duration(max(retryAfter, 1))*time.Second); err != nil {
 			return a, err
 		}
 	}
@@ -220,7 +209,9 @@ func (d *Demo) providerOutage(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "  %s restarted on %s, with the charges it had\n", providerA, d.sim.Addr())
-	resolved, err := d.retryPay(ctx, d.podA, "key-o-8", apiclient.Visa("o-8", 500), fmt.Sprintf("retry o-8 once %s is back", providerA))
+	resolved, err := retry(ctx, d, fmt.Sprintf("retry o-8 once %s is back", providerA), func() (answer, error) {
+		return d.client.pay(ctx, d.podA, "key-o-8", apiclient.Visa("o-8", 500), patient)
+	})
 	if err != nil {
 		return err
 	}

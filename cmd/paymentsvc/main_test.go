@@ -37,6 +37,20 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 	return stdout, stderr, code
 }
 
+// refusedAtStartup runs serve with settings added to a fresh empty database,
+// a free port and a provider that refuses connections; it requires exit
+// status 1 with exactly one log line, and returns that line and stderr.
+func refusedAtStartup(t *testing.T, settings ...string) (logLine, string) {
+	t.Helper()
+	_, stderr, code := runCLI(t, append([]string{
+		"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"),
+	}, settings...), "serve")
+	require.Equal(t, 1, code, "%v, stderr: %s", settings, stderr)
+	lines := logLines(stderr)
+	require.Len(t, lines, 1, "exactly one log line: %s", stderr)
+	return lines[0], stderr
+}
+
 // logLine is the part of a JSON log line the tests look at.
 type logLine struct {
 	Level string `json:"level"`
@@ -247,16 +261,10 @@ func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 	t.Parallel()
 	for _, lockTTL := range []string{"5s", "11s"} { // 11s = budget + call timeout: not longer
-		_, stderr, code := runCLI(t, []string{
-			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"),
-			"IDEMPOTENCY_LOCK_TTL=" + lockTTL, "PROVIDER_RETRY_BUDGET=8s", "PROVIDER_CALL_TIMEOUT=3s",
-		}, "serve")
-		require.Equal(t, 1, code, "lock TTL %s, stderr: %s", lockTTL, stderr)
 		// One clear line (docs/configuration.md): the error, naming the setting.
-		lines := logLines(stderr)
-		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
-		require.Equal(t, "ERROR", lines[0].Level)
-		require.Contains(t, lines[0].Raw, "IDEMPOTENCY_LOCK_TTL")
+		line, stderr := refusedAtStartup(t, "IDEMPOTENCY_LOCK_TTL="+lockTTL, "PROVIDER_RETRY_BUDGET=8s", "PROVIDER_CALL_TIMEOUT=3s")
+		require.Equal(t, "ERROR", line.Level)
+		require.Contains(t, line.Raw, "IDEMPOTENCY_LOCK_TTL")
 		require.NotContains(t, stderr, `"msg":"listening"`)
 	}
 }
@@ -266,13 +274,8 @@ func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 func TestRefusesNegativeShutdownDurations(t *testing.T) {
 	t.Parallel()
 	for _, env := range []string{"SHUTDOWN_DRAIN_DELAY=-1s", "SHUTDOWN_TIMEOUT=-1s"} {
-		_, stderr, code := runCLI(t, []string{
-			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"), env,
-		}, "serve")
-		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
-		lines := logLines(stderr)
-		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
-		require.Contains(t, lines[0].Raw, "SHUTDOWN_DRAIN_DELAY")
+		line, _ := refusedAtStartup(t, env)
+		require.Contains(t, line.Raw, "SHUTDOWN_DRAIN_DELAY")
 	}
 }
 
@@ -381,13 +384,8 @@ func TestTenantRateLimitSettings(t *testing.T) {
 	require.Contains(t, help, "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 	for _, env := range []string{"TENANT_RATE_LIMIT=-1", "TENANT_RATE_BURST=-2"} {
-		_, stderr, code := runCLI(t, []string{
-			"DATABASE_URL=" + testdb.NewEmpty(t), "HTTP_ADDR=127.0.0.1:0", "PROVIDER_URL=" + testkit.RefusedURL(t, "http"), env,
-		}, "serve")
-		require.Equal(t, 1, code, "%s, stderr: %s", env, stderr)
-		lines := logLines(stderr)
-		require.Len(t, lines, 1, "exactly one log line: %s", stderr)
-		require.Contains(t, lines[0].Raw, "TENANT_RATE_")
+		line, stderr := refusedAtStartup(t, env)
+		require.Contains(t, line.Raw, "TENANT_RATE_")
 		require.NotContains(t, stderr, `"msg":"listening"`)
 	}
 	for _, env := range []string{"TENANT_RATE_LIMIT=fast", "TENANT_RATE_LIMIT=NaN", "TENANT_RATE_BURST=1.5"} {

@@ -61,17 +61,7 @@ func (b *bundle) checkout(t *testing.T, timeout time.Duration) (*Checkout, *keyL
 // keysStored are the tenant's idempotency keys as the payments service holds them.
 func (b *bundle) keysStored(t *testing.T) []string {
 	t.Helper()
-	rows, err := b.payments.Pool.Query(context.Background(), "SELECT key FROM idempotency_keys WHERE tenant_id = $1 ORDER BY created_at", b.tenant.ID)
-	require.NoError(t, err)
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		require.NoError(t, rows.Scan(&k))
-		keys = append(keys, k)
-	}
-	require.NoError(t, rows.Err())
-	return keys
+	return testdb.Strings[string](context.Background(), t, b.payments.Pool, "SELECT key FROM idempotency_keys WHERE tenant_id = $1 ORDER BY created_at", b.tenant.ID)
 }
 
 // keyLog is the payments client's transport in these tests.
@@ -116,6 +106,17 @@ func (l *keyLog) tries() []sentKey {
 	return append([]sentKey(nil), l.sent...)
 }
 
+// openOrder serves a checkout built as b.checkout builds it and opens order
+// o-1 (500 USD) through it.
+func (b *bundle) openOrder(t *testing.T, timeout time.Duration) (*httptest.Server, *keyLog) {
+	t.Helper()
+	c, log := b.checkout(t, timeout)
+	srv := serve(t, c)
+	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
+	require.Equal(t, http.StatusCreated, status)
+	return srv, log
+}
+
 // post sends body to path on the checkout's handler and decodes the order.
 func post(t *testing.T, srv *httptest.Server, path string, body any) (int, Order) {
 	t.Helper()
@@ -145,10 +146,7 @@ func serve(t *testing.T, c *Checkout) *httptest.Server {
 func TestCheckoutStoresTheKeyBeforeTheFirstTry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, log := b.checkout(t, 30*time.Second)
-	srv := serve(t, c)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, log := b.openOrder(t, 30*time.Second)
 
 	status, o := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_visa"})
 	require.Equal(t, http.StatusOK, status)
@@ -175,10 +173,7 @@ func TestCheckoutStoresTheKeyBeforeTheFirstTry(t *testing.T) {
 func TestCheckoutResumesWithTheStoredKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first, log := b.checkout(t, 4*time.Second)
-	srv := serve(t, first)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, log := b.openOrder(t, 4*time.Second)
 	b.sim.SetFaults(t, providersim.Faults{DropAfterCommit: true})
 
 	status, o := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_visa"})
@@ -215,10 +210,7 @@ func TestCheckoutResumesWithTheStoredKey(t *testing.T) {
 func TestCheckoutDeclineStartsANewIntent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c, _ := b.checkout(t, 30*time.Second)
-	srv := serve(t, c)
-	status, _ := post(t, srv, "/orders", Order{ID: "o-1", Amount: 500, Currency: "USD"})
-	require.Equal(t, http.StatusCreated, status)
+	srv, _ := b.openOrder(t, 30*time.Second)
 
 	status, declined := post(t, srv, "/orders/o-1/pay", map[string]string{"payment_method": "pm_card_declined"})
 	require.Equal(t, http.StatusPaymentRequired, status)

@@ -27,22 +27,9 @@ import (
 func BenchmarkCreatePayment(b *testing.B) {
 	bd := setup(b)
 	c := bd.benchClient()
-	var (
-		seq  atomic.Int64
-		errs firstError
-	)
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			n := seq.Add(1)
-			body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
-			r, err := c.Pay(fmt.Sprintf("bench-%d", n), body)
-			errs.check(err, r.Status, "create")
-		}
-	})
-	require.NoError(b, errs.get())
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
+	payInParallel(b, c)
 }
 
 // BenchmarkReplayPayment measures a retry of a finished payment: the stored
@@ -65,6 +52,25 @@ func BenchmarkReplayPayment(b *testing.B) {
 	require.NoError(b, errs.get())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "replays/s")
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// payInParallel creates payments through c from parallel goroutines, a new
+// order each, until b.N, and reports payments/s.
+func payInParallel(b *testing.B, c *proctest.Client) {
+	var (
+		seq  atomic.Int64
+		errs firstError
+	)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
+			r, err := c.Pay(fmt.Sprintf("bench-%d", n), body)
+			errs.check(err, r.Status, "create")
+		}
+	})
+	require.NoError(b, errs.get())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
 }
 
 // benchClient is a client of the tenant that keeps its connections, as a
@@ -126,23 +132,10 @@ func BenchmarkCreatePaymentTracing(b *testing.B) {
 			}
 			bd := setupWith(b, setupOptions{providerHTTP: provider.PooledHTTP()})
 			c := bd.benchClient()
-			var (
-				seq  atomic.Int64
-				errs firstError
-			)
 			b.ReportAllocs()
 			cpu0 := processCPU()
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					n := seq.Add(1)
-					body := fmt.Sprintf(`{"order_id":"bench-%d","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`, n)
-					r, err := c.Pay(fmt.Sprintf("bench-%d", n), body)
-					errs.check(err, r.Status, "create")
-				}
-			})
-			require.NoError(b, errs.get())
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
+			payInParallel(b, c)
 			// CPU time of this process (API, provider client, simulator;
 			// not PostgreSQL's) per payment: steadier than ns/op on a
 			// shared machine, and where tracing's cost is.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/tenants"
+	"github.com/acme/paymentsvc/internal/testdb"
 )
 
 // refund posts a refund body as tenant for payment id with idempotency key.
@@ -295,15 +296,5 @@ func pageAll(t *testing.T, b *bundle, tenant tenants.Created, path string) []str
 
 func (b *bundle) ids(sql string, args ...any) []string {
 	b.t.Helper()
-	rows, err := b.pool.Query(b.t.Context(), sql, args...)
-	require.NoError(b.t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		require.NoError(b.t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	require.NoError(b.t, rows.Err())
-	return out
+	return testdb.Strings[string](b.t.Context(), b.t, b.pool, sql, args...)
 }

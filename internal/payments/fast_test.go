@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testdb"
 )
 
 // A new payment takes the create path of one round trip per transaction
@@ -99,15 +100,5 @@ func TestFastPathCommitsWhatTheGeneralPathCommits(t *testing.T) {
 // reasons is the audit trail's reasons, oldest first.
 func (b *bundle) reasons(id string) []string {
 	b.t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT reason FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id`, id)
-	require.NoError(b.t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var r string
-		require.NoError(b.t, rows.Scan(&r))
-		out = append(out, r)
-	}
-	require.NoError(b.t, rows.Err())
-	return out
+	return testdb.Strings[string](b.ctx, b.t, b.pool, `SELECT reason FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id`, id)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 )
 
 // declinedPaymentMethod is the test card that is always declined.
@@ -36,47 +35,9 @@ func requestOf(ch *Charge) chargeRequest {
 // handleCreateCharge is POST /v1/charges: count, fault, sleep, then create or replay.
 func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 	s.chargeCalls.Add(1)
-	key, err := idempotencyKey(r)
-	if err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	var req chargeRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	if err := req.validate(); err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	f := s.currentFaults()
-	if f.failNow() {
-		s.log.Info("charge call failed by fault", "idempotency_key", key, "status", f.errorStatus())
-		writeError(w, s.log, &apiError{status: f.errorStatus(), code: codeSimulatedFault, message: "simulated provider failure (error_rate fault)"})
-		return
-	}
-	// Deliberately not tied to r.Context(): a slow provider finishes its work
-	// even when the caller has hung up, which is what causes double charges.
-	time.Sleep(f.latency())
-
-	ans, created, err := s.commitCharge(key, req)
-	if err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	if created != nil {
+	serveCreate(s, w, r, "charge", s.currentFaults, s.commitCharge, func(created *Charge) {
 		s.notifyCharge(chargeEventType(created), *created)
-	}
-	if f.DropAfterCommit {
-		s.log.Info("charge answer dropped by fault", "idempotency_key", key, "charge", ans.ID)
-		dropConnection(w)
-		return
-	}
-	if created == nil {
-		w.Header().Set(headerReplayed, "true")
-	}
-	writeRaw(w, ans.Status, ans.Body)
+	})
 }
 
 // commitCharge creates the charge for key, or returns the answer already

@@ -1,10 +1,8 @@
 package providersim
 
 import (
-	"io"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 )
@@ -147,31 +145,9 @@ func TestConcurrentCallsWithOneKeyMakeOneCharge(t *testing.T) {
 	b := setup(t, Config{Latency: 50 * time.Millisecond})
 	const callers = 20
 
-	start := make(chan struct{})
-	replies := make([]reply, callers)
-	var wg sync.WaitGroup
-	for i := range callers {
-		req := b.request(http.MethodPost, "/v1/charges", "k-concurrent", chargeBody(500, "pm_card_visa"), true)
-		wg.Go(func() {
-			<-start
-			resp, err := b.client.Do(req)
-			if err != nil {
-				t.Errorf("caller %d: %v", i, err)
-				return
-			}
-			defer resp.Body.Close()
-			replies[i] = reply{status: resp.StatusCode, header: resp.Header}
-			replies[i].body, err = io.ReadAll(resp.Body)
-			if err != nil {
-				t.Errorf("caller %d: read: %v", i, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	replies := b.sendTogether(callers, func(int) *http.Request {
+		return b.request(http.MethodPost, "/v1/charges", "k-concurrent", chargeBody(500, "pm_card_visa"), true)
+	})
 
 	ids := map[string]int{}
 	created := 0

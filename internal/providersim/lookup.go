@@ -10,18 +10,27 @@ func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
 	serveByID(s, w, r, s.st.charges, "charge")
 }
 
-// serveByID answers a copy of the object m holds under the path's {id}
-// (read under the state's lock), or 404 resource_missing naming what.
+// serveByID answers a copy of the object m holds under the path's {id}, or
+// 404 resource_missing naming what.
 func serveByID[T any](s *Server, w http.ResponseWriter, r *http.Request, m map[string]*T, what string) {
+	serveFound(s, w, func() (*T, bool) {
+		p, ok := m[r.PathValue("id")]
+		return p, ok
+	}, "no such "+what)
+}
+
+// serveFound answers a copy of the object find returns (find runs under the
+// state's lock), or 404 resource_missing with missing as the message.
+func serveFound[T any](s *Server, w http.ResponseWriter, find func() (*T, bool), missing string) {
 	s.mu.Lock()
-	p, ok := m[r.PathValue("id")]
+	p, ok := find()
 	var found T
 	if ok {
 		found = *p
 	}
 	s.mu.Unlock()
 	if !ok {
-		writeError(w, s.log, errorf(codeResourceMissing, "no such "+what))
+		writeError(w, s.log, errorf(codeResourceMissing, missing))
 		return
 	}
 	writeJSON(w, http.StatusOK, found)
@@ -93,18 +102,10 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) chargeByKey(w http.ResponseWriter, key string) {
-	s.mu.Lock()
-	ch, _, ok := s.st.chargeByKey(key)
-	var c Charge
-	if ok {
-		c = *ch
-	}
-	s.mu.Unlock()
-	if !ok {
-		writeError(w, s.log, errorf(codeResourceMissing, "no charge was created with that idempotency key"))
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
+	serveFound(s, w, func() (*Charge, bool) {
+		ch, _, ok := s.st.chargeByKey(key)
+		return ch, ok
+	}, "no charge was created with that idempotency key")
 }
 
 // unixParam parses an optional unix-seconds query parameter.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 )
 
 // refundRequest is the body of POST /v1/refunds. Amount nil means the whole
@@ -39,48 +38,10 @@ func (r refundRequest) same(o refundRequest) bool {
 // say "refunds":true), sleep, then refund or replay.
 func (s *Server) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	s.refundCalls.Add(1)
-	key, err := idempotencyKey(r)
-	if err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	var req refundRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	if err := req.validate(); err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	f := s.refundFaults()
-	if f.failNow() {
-		s.log.Info("refund call failed by fault", "idempotency_key", key, "status", f.errorStatus())
-		writeError(w, s.log, &apiError{status: f.errorStatus(), code: codeSimulatedFault, message: "simulated provider failure (error_rate fault)"})
-		return
-	}
-	// Not tied to r.Context(), like charges: the refund is made even when
-	// the caller has hung up meanwhile.
-	time.Sleep(f.latency())
-
-	ans, made, err := s.commitRefund(key, req)
-	if err != nil {
-		writeError(w, s.log, err)
-		return
-	}
-	if made != nil {
+	serveCreate(s, w, r, "refund", s.refundFaults, s.commitRefund, func(made *madeRefund) {
 		s.notifyRefund(made.refund)
 		s.notifyCharge(EventChargeRefunded, made.charge)
-	}
-	if f.DropAfterCommit {
-		s.log.Info("refund answer dropped by fault", "idempotency_key", key, "refund", ans.ID)
-		dropConnection(w)
-		return
-	}
-	if made == nil {
-		w.Header().Set(headerReplayed, "true")
-	}
-	writeRaw(w, ans.Status, ans.Body)
+	})
 }
 
 // madeRefund is a new refund and its charge after it, for the webhooks.
@@ -158,18 +119,10 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("idempotency_key") {
-		s.mu.Lock()
-		re, _, ok := s.st.refundByKey(q.Get("idempotency_key"))
-		var found Refund
-		if ok {
-			found = *re
-		}
-		s.mu.Unlock()
-		if !ok {
-			writeError(w, s.log, errorf(codeResourceMissing, "no refund was created with that idempotency key"))
-			return
-		}
-		writeJSON(w, http.StatusOK, found)
+		serveFound(s, w, func() (*Refund, bool) {
+			re, _, ok := s.st.refundByKey(q.Get("idempotency_key"))
+			return re, ok
+		}, "no refund was created with that idempotency key")
 		return
 	}
 	charge, byCharge := q.Get("charge"), q.Has("charge")

@@ -1,11 +1,9 @@
 package providersim
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -266,32 +264,9 @@ func TestConcurrentRefunds(t *testing.T) {
 	const callers = 20
 
 	run := func(key func(i int) string) []reply {
-		start := make(chan struct{})
-		replies := make([]reply, callers)
-		var wg sync.WaitGroup
-		for i := range callers {
-			req := b.request(http.MethodPost, "/v1/refunds", key(i), refundBody(ch.ID, 100), true)
-			wg.Go(func() {
-				<-start
-				resp, err := b.client.Do(req)
-				if err != nil {
-					t.Errorf("caller %d: %v", i, err)
-					return
-				}
-				defer resp.Body.Close()
-				replies[i] = reply{status: resp.StatusCode, header: resp.Header}
-				replies[i].body, err = io.ReadAll(resp.Body)
-				if err != nil {
-					t.Errorf("caller %d: read: %v", i, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		return replies
+		return b.sendTogether(callers, func(i int) *http.Request {
+			return b.request(http.MethodPost, "/v1/refunds", key(i), refundBody(ch.ID, 100), true)
+		})
 	}
 
 	// One key: one refund, every caller told about it.

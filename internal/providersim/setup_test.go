@@ -3,12 +3,15 @@ package providersim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // testAPIKey is the key every test server requires.
@@ -75,12 +78,49 @@ func (b *bundle) request(method, path, key string, body any, auth bool) *http.Re
 // send performs req with client and reads the whole answer.
 func send(t *testing.T, client *http.Client, req *http.Request) reply {
 	t.Helper()
-	resp, err := client.Do(req)
+	r, err := roundTrip(client, req)
 	noErr(t, err, req.Method+" "+req.URL.Path)
+	return r
+}
+
+// roundTrip is send for a goroutine other than the test's: it returns the
+// error instead of failing the test.
+func roundTrip(client *http.Client, req *http.Request) (reply, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	noErr(t, err, "read body")
-	return reply{status: resp.StatusCode, header: resp.Header, body: raw}
+	if err != nil {
+		return reply{}, fmt.Errorf("read body: %w", err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+}
+
+// sendTogether sends n requests (the i-th built by req(i)) from a goroutine
+// each, released together (testkit.Together), and returns the replies in
+// order; it ends the test when any call failed.
+func (b *bundle) sendTogether(n int, req func(i int) *http.Request) []reply {
+	b.t.Helper()
+	reqs := make([]*http.Request, n)
+	for i := range n {
+		reqs[i] = req(i)
+	}
+	replies := make([]reply, n)
+	errs := make([]error, n)
+	testkit.Together(n, func(i int) {
+		replies[i], errs[i] = roundTrip(b.client, reqs[i])
+	})
+	for i, err := range errs {
+		if err != nil {
+			b.t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	if b.t.Failed() {
+		b.t.FailNow()
+	}
+	return replies
 }
 
 // do sends an authenticated request.

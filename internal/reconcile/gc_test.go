@@ -24,17 +24,7 @@ func (b *bundle) seedAttempts(prefix string, n int, statuses []attempts.Status, 
 
 func (b *bundle) keyIDs() []string {
 	b.t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT attempt_id FROM idempotency_keys ORDER BY attempt_id`)
-	require.NoError(b.t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		require.NoError(b.t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	require.NoError(b.t, rows.Err())
-	return out
+	return b.ids(`SELECT attempt_id FROM idempotency_keys ORDER BY attempt_id`)
 }
 
 func TestGCDeletesOnlyExpiredKeysOfFinalPayments(t *testing.T) {
@@ -96,17 +86,7 @@ func (b *bundle) seedOutbox(prefix string, attemptIDs []string, age *time.Durati
 
 func (b *bundle) ids(query string) []string {
 	b.t.Helper()
-	rows, err := b.pool.Query(b.ctx, query)
-	require.NoError(b.t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		require.NoError(b.t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	require.NoError(b.t, rows.Err())
-	return out
+	return testdb.Strings[string](b.ctx, b.t, b.pool, query)
 }
 
 // GC deletes webhook events received, and outbox rows published, longer ago

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -16,16 +14,10 @@ import (
 // age should exceed the provider's redelivery window (reconciler gc:
 // WEBHOOK_EVENT_TTL).
 func DeleteReceivedBefore(ctx context.Context, q db.DBTX, age time.Duration, batch int) (int, error) {
-	if age < 0 || batch < 1 {
-		return 0, errors.New("webhook: DeleteReceivedBefore needs age >= 0 and batch >= 1")
-	}
-	n, err := db.DeleteInBatches(ctx, batch, func(ctx context.Context, limit int32) (int64, error) {
-		return db.Q.WebhookEventDeleteReceivedBefore(ctx, q, db.WebhookEventDeleteReceivedBeforeParams{
-			AgeMs: age.Milliseconds(), MaxRows: limit,
+	return db.DeleteOlderInBatches(ctx, age, batch, "webhook: DeleteReceivedBefore", "delete old webhook events",
+		func(ctx context.Context, ageMs int64, limit int32) (int64, error) {
+			return db.Q.WebhookEventDeleteReceivedBefore(ctx, q, db.WebhookEventDeleteReceivedBeforeParams{
+				AgeMs: ageMs, MaxRows: limit,
+			})
 		})
-	})
-	if err != nil {
-		return n, fmt.Errorf("delete old webhook events: %w", db.Translate(err))
-	}
-	return n, nil
 }
