@@ -1,5 +1,5 @@
 // Package proctest runs what the tests talk to: the project's real binaries
-// (providersim, paymentsvc, reconciler) as processes for end-to-end and
+// (providersim, paymentsvc, reconciler, paymentsctl) as processes for end-to-end and
 // crash tests — built once per test binary, started on free ports, their
 // JSON logs read, killed like a crash would — and the provider simulator in
 // the test's own process; and it calls them with apiclient, failing the
@@ -21,6 +21,7 @@ type Bins struct {
 	PaymentSvc  string
 	ProviderSim string
 	Reconciler  string
+	PaymentsCtl string
 }
 
 var (
@@ -48,7 +49,7 @@ func Build(t testing.TB) Bins {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		for _, c := range []string{"paymentsvc", "providersim", "reconciler"} {
+		for _, c := range []string{"paymentsvc", "providersim", "reconciler", "paymentsctl"} {
 			if m, _ := filepath.Glob(filepath.Join(root, "cmd", c, "*.go")); len(m) > 0 {
 				args = append(args, "./cmd/"+c)
 			}
@@ -63,6 +64,7 @@ func Build(t testing.TB) Bins {
 			PaymentSvc:  filepath.Join(dir, "paymentsvc"),
 			ProviderSim: filepath.Join(dir, "providersim"),
 			Reconciler:  filepath.Join(dir, "reconciler"),
+			PaymentsCtl: filepath.Join(dir, "paymentsctl"),
 		}
 	})
 	if buildErr != nil {
