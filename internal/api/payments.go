@@ -26,9 +26,9 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	fp, err := idempotency.Fingerprint(http.MethodPost, createRoute, body)
+	fp, err := fingerprint(createRoute, body)
 	if err != nil {
-		s.writeError(w, r, invalid("request body is not valid JSON"))
+		s.writeError(w, r, err)
 		return
 	}
 	t := tenantOf(r.Context())
@@ -58,6 +58,20 @@ func (s *server) keyAndBody(w http.ResponseWriter, r *http.Request, read func(*h
 		return "", nil, false
 	}
 	return key, body, true
+}
+
+// fingerprint is the key's fingerprint of a POST of body to route; a body
+// that names a member twice is invalid (400), whatever its decoded fields.
+func fingerprint(route string, body []byte) ([]byte, error) {
+	fp, err := idempotency.Fingerprint(http.MethodPost, route, body)
+	var dup *idempotency.DuplicateNameError
+	switch {
+	case errors.As(err, &dup):
+		return nil, invalid("%s appears more than once in the request body", dup.Name)
+	case err != nil:
+		return nil, invalid("request body is not valid JSON")
+	}
+	return fp, nil
 }
 
 // writeReply answers a create (or a refund) as the service decided.

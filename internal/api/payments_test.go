@@ -163,6 +163,9 @@ func TestInvalidRequest(t *testing.T) {
 		{"metadata key invalid UTF-8", raw("\"amount\":500,\"metadata\":{\"ok\":\"x\",\"\xc3\":\"v\"}"), "metadata keys"},
 		{"order_id invalid UTF-8", "{\"order_id\":\"o-\xed\xa0\x80\",\"amount\":500,\"currency\":\"USD\",\"payment_method\":\"pm_card_visa\"}", "order_id"},
 		{"invalid UTF-8 outside strings", raw("\"amount\":500 \xff"), "request body"},
+		// Which of a repeated member's values counts is up to the parser.
+		{"amount twice", raw(`"amount":500,"amount":5`), "amount appears more than once"},
+		{"metadata key twice", raw(`"amount":500,"metadata":{"k":"a","k":"b"}`), "metadata.k appears more than once"},
 	}
 	for _, c := range cases {
 		r := b.pay(b.a, "k-"+strings.ReplaceAll(c.name, " ", "-"), c.body)

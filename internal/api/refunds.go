@@ -8,7 +8,6 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/reqlog"
@@ -27,9 +26,9 @@ func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	fp, err := idempotency.Fingerprint(http.MethodPost, r.URL.Path, body)
+	fp, err := fingerprint(r.URL.Path, body)
 	if err != nil {
-		s.writeError(w, r, invalid("request body is not valid JSON"))
+		s.writeError(w, r, err)
 		return
 	}
 	t := tenantOf(r.Context())

@@ -148,6 +148,7 @@ func TestRefundRefusals(t *testing.T) {
 		{"string amount", id, `{"amount":"5"}`, b.a, 400, "invalid_request"},
 		{"bad reason", id, `{"reason":"because"}`, b.a, 400, "invalid_request"},
 		{"unknown field", id, `{"amount":5,"charge":"x"}`, b.a, 400, "invalid_request"},
+		{"amount twice", id, `{"amount":5,"amount":500}`, b.a, 400, "invalid_request"},
 		{"unknown payment", "pay_nobody", `{"amount":5}`, b.a, 404, "payment_not_found"},
 		{"another tenant's payment", id, `{"amount":5}`, b.b, 404, "payment_not_found"},
 		{"a FAILED payment", declined.Str("id"), `{"amount":5}`, b.a, 409, "payment_not_refundable"},

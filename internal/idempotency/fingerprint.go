@@ -42,15 +42,107 @@ func Canonical(body []byte) ([]byte, error) {
 		return nil, errors.New("trailing data after JSON value")
 	}
 	var buf bytes.Buffer
-	if err := writeCanonical(&buf, v); err != nil {
+	members := 0
+	if err := writeCanonical(&buf, v, &members); err != nil {
 		return nil, err
+	}
+	// Each member of an object in the text has its ':' outside strings; a
+	// decoded object holds fewer members than its text only when a name is
+	// repeated, which the decoder resolves silently (the last one wins).
+	if members != countMembers(body) {
+		return nil, &DuplicateNameError{Name: duplicateName(body)}
 	}
 	return buf.Bytes(), nil
 }
 
-func writeCanonical(buf *bytes.Buffer, v any) error {
+// DuplicateNameError is a JSON object that names a member twice. Parsers
+// disagree about which value counts (the first, the last, an error), so a
+// request like that cannot be taken to mean one thing.
+type DuplicateNameError struct {
+	Name string // the path of the repeated member, e.g. "amount" or "metadata.k"
+}
+
+func (e *DuplicateNameError) Error() string { return e.Name + " appears more than once" }
+
+// countMembers counts the object members in a valid JSON text: the ':'
+// outside strings.
+func countMembers(body []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && c == ':':
+			n++
+		}
+	}
+	return n
+}
+
+// duplicateName is the path of the first repeated member name of a valid
+// JSON text (only called once countMembers has seen that there is one).
+func duplicateName(body []byte) string {
+	type container struct {
+		path  string
+		names map[string]bool // nil for an array
+		key   bool            // an object's next token is a member name
+	}
+	var stack []*container
+	top := func() *container {
+		if len(stack) == 0 {
+			return nil
+		}
+		return stack[len(stack)-1]
+	}
+	pending := "" // the path of the member whose value comes next
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "a member"
+		}
+		if t := top(); t != nil && t.key {
+			if name, ok := tok.(string); ok {
+				path := name
+				if t.path != "" {
+					path = t.path + "." + name
+				}
+				if t.names[name] {
+					return path
+				}
+				t.names[name], t.key, pending = true, false, path
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			c := &container{path: pending}
+			if t := top(); t != nil && t.names == nil {
+				c.path = t.path // an element of an array: the array's path
+			}
+			if tok == json.Delim('{') {
+				c.names, c.key = map[string]bool{}, true
+			}
+			stack = append(stack, c)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: in an object, a member name comes next.
+		if t := top(); t != nil && t.names != nil {
+			t.key = true
+		}
+	}
+}
+
+func writeCanonical(buf *bytes.Buffer, v any, members *int) error {
 	switch x := v.(type) {
 	case map[string]any:
+		*members += len(x)
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -63,7 +155,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			}
 			writeString(buf, k)
 			buf.WriteByte(':')
-			if err := writeCanonical(buf, x[k]); err != nil {
+			if err := writeCanonical(buf, x[k], members); err != nil {
 				return err
 			}
 		}
@@ -74,7 +166,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeCanonical(buf, e); err != nil {
+			if err := writeCanonical(buf, e, members); err != nil {
 				return err
 			}
 		}

@@ -138,3 +138,33 @@ func FuzzWriteString(f *testing.F) {
 		}
 	})
 }
+
+// A repeated member name is refused, naming it: which of its values counts
+// is up to the parser, so such a body cannot be the same request as any
+// other.
+func TestCanonicalRefusesRepeatedNames(t *testing.T) {
+	t.Parallel()
+	for body, name := range map[string]string{
+		`{"amount":1,"amount":100000}`:                      "amount",
+		`{"amount":1,"am\u006funt":2}`:                      "amount",
+		`{"metadata":{"k":"a","k":"b"},"amount":1}`:         "metadata.k",
+		`{"a":{"x":1},"b":[{"y":1},{"z":1,"z":2}]}`:         "b.z",
+		`{"a":[[{"q":1}],{"r":{"s":1,"s":1}}],"t":"x:y\\"}`: "a.r.s",
+	} {
+		_, err := Canonical([]byte(body))
+		var dup *DuplicateNameError
+		require.ErrorAs(t, err, &dup, body)
+		require.Equal(t, name, dup.Name, body)
+	}
+	// Colons and quotes inside strings, equal names in different objects,
+	// and escaped quotes are not repetitions.
+	for _, body := range []string{
+		`{"a":"x:y","b":"\":\"","c":{"a":1},"d":[{"a":1},{"a":2}]}`,
+		`{"k\"":1,"k":2,"t":"\\"}`,
+		`[{"a":1},{"a":1}]`,
+		`"a:b"`,
+	} {
+		_, err := Canonical([]byte(body))
+		require.NoError(t, err, body)
+	}
+}
