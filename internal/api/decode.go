@@ -137,7 +137,12 @@ func decodeCreate(body []byte) (payments.CreateInput, error) {
 // something the client never sent: it is refused, naming where it is.
 func decodeStrict(body []byte, v any) error {
 	if !utf8.Valid(body) {
-		return invalid("%s is not valid UTF-8", invalidUTF8Field(body))
+		return invalid("%s is not valid UTF-8", stringField(body, invalidUTF8))
+	}
+	if loneSurrogate(body) {
+		// encoding/json would silently turn it into U+FFFD, as it would
+		// raw invalid UTF-8.
+		return invalid("%s holds a \\u escape of a lone UTF-16 surrogate, which is not a character", stringField(body, loneSurrogate))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -204,12 +209,50 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
-// invalidUTF8Field names where body, which is not valid UTF-8, first holds
-// invalid bytes: a field's value ("description"), a metadata value
-// (metadata["k"]) or key ("metadata keys"), a field name, or just "request
-// body" when the bytes are outside any string. It walks the tokens and checks
-// each one's raw bytes, since the tokens it returns are already repaired.
-func invalidUTF8Field(body []byte) string {
+func invalidUTF8(raw []byte) bool { return !utf8.Valid(raw) }
+
+// loneSurrogate reports whether raw JSON text holds a \u escape of a UTF-16
+// surrogate that is not half of a pair (high then low).
+func loneSurrogate(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	hex4 := func(i int) (rune, bool) { // the \uXXXX escape at raw[i:], if any
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i++ // another escape: skip its character (it may be a backslash)
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11 // the pair
+			} else {
+				return true
+			}
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
+}
+
+// stringField names where body first holds a string whose raw bytes are
+// bad: a field's value ("description"), a metadata value (metadata["k"]) or
+// key ("metadata keys"), a field name, or just "request body" when the bytes
+// are outside any string. It walks the tokens and checks each one's raw
+// bytes, since the tokens it returns are already repaired.
+func stringField(body []byte, bad func(raw []byte) bool) string {
 	type level struct {
 		object  bool
 		wantKey bool   // in an object, the next string is a key
@@ -257,7 +300,7 @@ func invalidUTF8Field(body []byte) string {
 			}
 		case string:
 			isKey := len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].wantKey
-			if !utf8.Valid(raw) {
+			if bad(raw) {
 				return name(isKey)
 			}
 			if isKey {

@@ -163,6 +163,11 @@ func TestInvalidRequest(t *testing.T) {
 		{"metadata key invalid UTF-8", raw("\"amount\":500,\"metadata\":{\"ok\":\"x\",\"\xc3\":\"v\"}"), "metadata keys"},
 		{"order_id invalid UTF-8", "{\"order_id\":\"o-\xed\xa0\x80\",\"amount\":500,\"currency\":\"USD\",\"payment_method\":\"pm_card_visa\"}", "order_id"},
 		{"invalid UTF-8 outside strings", raw("\"amount\":500 \xff"), "request body"},
+		// A \u escape of half a surrogate pair is no character either.
+		{"description lone high surrogate", raw(`"amount":500,"description":"a\ud800b"`), "description"},
+		{"description lone low surrogate", raw(`"amount":500,"description":"\udc00"`), "description"},
+		{"metadata value reversed pair", raw(`"amount":500,"metadata":{"k":"\udc00\ud800"}`), `metadata["k"]`},
+		{"description high surrogate at the end", raw(`"amount":500,"description":"\ud83d"`), "description"},
 		// Which of a repeated member's values counts is up to the parser.
 		{"amount twice", raw(`"amount":500,"amount":5`), "amount appears more than once"},
 		{"metadata key twice", raw(`"amount":500,"metadata":{"k":"a","k":"b"}`), "metadata.k appears more than once"},
@@ -176,10 +181,15 @@ func TestInvalidRequest(t *testing.T) {
 	}
 	b.requireNothingWritten()
 
-	// A valid description and metadata are kept exactly, non-ASCII included.
+	// A valid description and metadata are kept exactly, non-ASCII included;
+	// a surrogate pair is one character, and an escaped backslash before a
+	// "u" is no escape.
+	r := b.pay(b.a, "k-pair", `{"order_id":"o-pair","amount":500,"currency":"USD","payment_method":"pm_card_visa","description":"\ud83d\ude00 \\ud800"}`)
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
+	require.Equal(t, "😀 \\ud800", r.Str("description"))
 	f := validFields()
 	f["order_id"], f["description"], f["metadata"] = "o-utf8", "café ☕ \t tab", map[string]string{"clé": "välue"}
-	r := b.pay(b.a, "k-utf8", body(f))
+	r = b.pay(b.a, "k-utf8", body(f))
 	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r)
 	require.Equal(t, "café ☕ \t tab", r.Str("description"))
 	require.Equal(t, map[string]any{"clé": "välue"}, r.JSON["metadata"])
