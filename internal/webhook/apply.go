@@ -100,21 +100,23 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		}
 		return res, nil
 	}
-	if ok && found.Provider != nil && *found.Provider != ev.provider {
-		// The payment is not at this provider: whatever it says of it
-		// changes nothing.
-		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &found, "the payment is at provider "+found.ProviderName()))
-		return result{outcome: outcomeAnomaly, attemptID: found.ID}, err
-	}
 	if !ok {
 		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyUnknownCharge, ev, nil, "no payment for this charge"))
 		return result{outcome: outcomeUnknownCharge}, err
 	}
 	// Decide on the locked row: a racing API transaction or reconciler either
 	// committed before the lock (and decide sees its status) or waits for our
-	// commit (and then decides on ours).
-	var v verdict
+	// commit (and then decides on ours). The provider too is judged there:
+	// the row read above may be a payment that was CREATED (at no provider)
+	// and that a request is committing PENDING at another one right now.
+	var (
+		v     verdict
+		wrong bool // the payment is not at this provider
+	)
 	a, moved, err := attempts.Update(ctx, tx, found.ID, func(a attempts.Attempt) (attempts.Change, bool) {
+		if wrong = a.Provider != nil && *a.Provider != ev.provider; wrong {
+			return attempts.Change{}, false
+		}
 		v = decide(a, ev)
 		return change(ev, v), v.kind == verdictMove
 	})
@@ -123,6 +125,11 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	}
 	res := result{attemptID: a.ID}
 	switch {
+	case wrong:
+		// Whatever this provider says of a payment that is not at it
+		// changes nothing.
+		res.outcome = outcomeAnomaly
+		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &a, "the payment is at provider "+a.ProviderName()))
 	case moved:
 		res.outcome, res.moved = outcomeApplied, v.to
 	case v.kind == verdictConflict:
