@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -42,19 +43,32 @@ func New(pool *db.Pool, svc *payments.Service, cfg Config) (*Reconciler, error) 
 // that can reach none of them stops before it schedules anything. One that
 // cannot be reached is logged; its attempts wait (their checks find it
 // unreachable, or its breaker open).
+//
+// The providers are asked at once, each with its own deadline (one retry
+// budget and call timeout), so a provider that hangs cannot eat into the
+// time of the next one.
 func (r *Reconciler) probe(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timing.RetryBudget+r.timing.CallTimeout)
-	defer cancel()
 	now := time.Now()
+	results := make([]error, len(r.providers))
+	var wg sync.WaitGroup
+	for i, p := range r.providers {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, r.timing.RetryBudget+r.timing.CallTimeout)
+			defer cancel()
+			_, results[i] = p.ListCharges(pctx, provider.ListQuery{From: now, To: now, Limit: 1})
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err // cancelled, not unreachable
+	}
 	var errs []error
-	for _, p := range r.providers {
-		if _, err := p.ListCharges(ctx, provider.ListQuery{From: now, To: now, Limit: 1}); err != nil {
-			if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
-				return cerr // cancelled, not unreachable
-			}
+	for i, err := range results {
+		if err != nil {
+			p := r.providers[i]
 			r.log.Warn("provider unreachable", "provider", p.Name(), "err", err)
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 		}
