@@ -2,7 +2,6 @@ package refunds
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -92,5 +91,7 @@ const orphanKeyPrefix = "refund_"
 // derived from the charge, so settling a day again never refunds it twice.
 func OrphanKey(chargeID string) string { return orphanKeyPrefix + chargeID }
 
-// IsOrphanKey reports whether key is an OrphanKey.
-func IsOrphanKey(key string) bool { return strings.HasPrefix(key, orphanKeyPrefix) }
+// IsOrphanKeyOf reports whether key is OrphanKey(chargeID): the key of
+// settlement's refund of that very charge. A key that only starts like one
+// ("refund_…" is a common name for a key made outside this service) is not.
+func IsOrphanKeyOf(key, chargeID string) bool { return key == OrphanKey(chargeID) }

@@ -157,7 +157,7 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{outcome: outcomeAnomaly, attemptID: found.PaymentID, refundID: found.ID}, err
 	}
 	if !ok {
-		if refunds.IsOrphanKey(re.IdempotencyKey) {
+		if refunds.IsOrphanKeyOf(re.IdempotencyKey, re.Charge) {
 			return result{outcome: outcomeNoop}, nil // settlement refunded an orphan charge
 		}
 		err := attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyUnexpectedRefund, ev, nil, "no refund of ours for this provider refund"))

@@ -1,0 +1,67 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/refunds"
+	"github.com/acme/paymentsvc/internal/testkit"
+)
+
+// refundEvent is the simulator's refund.succeeded about a refund of amount of
+// chargeID made under key, with no reference (as settlement's refunds of
+// orphan charges, and refunds made outside this service, carry none).
+func refundEvent(chargeID, key string, amount int64) providersim.Event {
+	ev := providersim.Event{ID: testkit.RandomID("evt_"), Type: EventRefundSucceeded, Created: testNow.Unix()}
+	ev.Data.Refund = &providersim.Refund{
+		ID: testkit.RandomID("re_"), Charge: chargeID, Amount: amount, Currency: "USD",
+		Status: providersim.StatusSucceeded, IdempotencyKey: key, Created: testNow.Unix(),
+	}
+	return ev
+}
+
+// TestUnexpectedRefundUnderAnOrphanLookingKey: only settlement's own refund
+// of an orphan charge, made under refunds.OrphanKey of that very charge, is
+// expected (docs: CONTRACT §9, internal/webhook/doc.go). A provider refund of
+// our SUCCEEDED payment's charge made outside this service under any other
+// key that merely starts like one ("refund_…", a common name for a key) is
+// unexpected: it records unexpected_refund, once, and changes nothing.
+func TestUnexpectedRefundUnderAnOrphanLookingKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t.Run("settlement's own refund of an orphan charge", func(t *testing.T) {
+		t.Parallel()
+		b := b.with(t)
+		chargeID := testkit.RandomID("ch_")
+		ev := refundEvent(chargeID, refunds.OrphanKey(chargeID), 500)
+		expectOK(t, b.deliver(ev))
+		require.Equal(t, outcomeNoop, b.outcome(ev.ID), "outcome")
+		require.Zero(t, b.anomalies(anomalyUnexpectedRefund, chargeID), "unexpected_refund anomalies")
+	})
+	t.Run("a refund of our payment's charge under another refund_ key", func(t *testing.T) {
+		t.Parallel()
+		b := b.with(t)
+		a, chargeID := b.attempt(attempts.Succeeded)
+		ev := refundEvent(chargeID, "refund_order-42", 100)
+		expectOK(t, b.deliver(ev))
+		require.Equal(t, outcomeUnknownRefund, b.outcome(ev.ID), "outcome")
+		require.EqualValues(t, 1, b.anomalies(anomalyUnexpectedRefund, chargeID), "unexpected_refund anomalies")
+		expectOK(t, b.deliver(ev))
+		require.EqualValues(t, 1, b.anomalies(anomalyUnexpectedRefund, chargeID), "unexpected_refund anomalies after redelivery")
+		got := b.get(a.ID)
+		require.Equal(t, attempts.Succeeded, got.Status)
+		require.Zero(t, got.AmountRefunded, "no refund of ours moved")
+	})
+	t.Run("another charge's orphan key", func(t *testing.T) {
+		t.Parallel()
+		b := b.with(t)
+		_, chargeID := b.attempt(attempts.Succeeded)
+		ev := refundEvent(chargeID, refunds.OrphanKey(testkit.RandomID("ch_")), 100)
+		expectOK(t, b.deliver(ev))
+		require.Equal(t, outcomeUnknownRefund, b.outcome(ev.ID), "outcome")
+		require.EqualValues(t, 1, b.anomalies(anomalyUnexpectedRefund, chargeID), "unexpected_refund anomalies")
+	})
+}
