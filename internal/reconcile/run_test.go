@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -393,4 +395,39 @@ func TestConfigValidate(t *testing.T) {
 	require.ErrorContains(t, err, "Lease")
 	_, err = reconcile.New(b.pool, svc, reconcile.Config{Lease: 8 * time.Minute})
 	require.NoError(t, err)
+}
+
+// One provider that hangs does not make the run give up on the others: each
+// is probed with its own deadline, at once.
+func TestRunProbesEachProviderWithItsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.attempt(chargeSucceeded, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // answers nothing until the caller gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	fast := provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: 10 * time.Second}
+	// The hanging provider comes first, and its client would wait longer
+	// than the probe's deadline: probed one after the other under one
+	// deadline, it would use all of it and leave the simulator none.
+	slow := fast
+	slow.CallTimeout, slow.RetryBudget = time.Minute, time.Minute
+	hung := provider.NewResilient(provider.NewHTTPClient("hung", hang.URL, simAPIKey, &http.Client{}), slow, nil)
+	sim := b.newProvider(b.sim.URL(), fast)
+	timing := testPayments
+	timing.CallTimeout, timing.RetryBudget = fast.CallTimeout, fast.RetryBudget
+	svc, err := payments.NewRouted(b.pool, []payments.Provider{hung, sim}, timing, nil)
+	require.NoError(t, err)
+	r, err := reconcile.New(b.pool, svc, reconcile.Config{})
+	require.NoError(t, err)
+
+	sum, err := r.Run(b.ctx)
+	require.NoError(t, err, "the simulator answered: the job runs")
+	require.Equal(t, reconcile.Summary{Checked: 1, Succeeded: 1}, sum)
+	require.Equal(t, attempts.Succeeded, b.get(id).Status)
 }
