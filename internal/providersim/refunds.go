@@ -75,6 +75,9 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 	if req.Amount != nil {
 		amount = *req.Amount
 	}
+	if rest == 0 {
+		return storedAnswer{}, nil, errorf(codeAmountTooLarge, "charge "+ch.ID+" is already fully refunded: nothing is left to refund")
+	}
 	if amount > rest || amount <= 0 {
 		return storedAnswer{}, nil, errorf(codeAmountTooLarge, fmt.Sprintf(
 			"refund amount %d is more than the unrefunded rest of charge %s, which is %d", amount, ch.ID, rest))

@@ -156,7 +156,11 @@ func TestPartialRefundsAddUp(t *testing.T) {
 	equal(t, done.AmountRefunded, 1000, "amount_refunded at the end")
 	equal(t, done.Refunded, true, "refunded at the end")
 
-	wantRefused(t, b.refund("k-nothing", ch.ID), http.StatusBadRequest, "amount_too_large", "whole refund of nothing")
+	nothing := b.refund("k-nothing", ch.ID)
+	wantRefused(t, nothing, http.StatusBadRequest, "amount_too_large", "whole refund of nothing")
+	if msg := decode[struct{ Error errorBody }](t, nothing).Error.Message; !strings.Contains(msg, "already fully refunded") {
+		t.Fatalf("amount_too_large message %q does not say the charge is fully refunded", msg)
+	}
 	wantRefused(t, b.refundPart("k-one", ch.ID, 1), http.StatusBadRequest, "amount_too_large", "1 of nothing")
 
 	var sum int64
