@@ -2,6 +2,7 @@ package attempts
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -83,6 +84,16 @@ func (a Attempt) Refundable() int64 {
 // ProviderKey is the idempotency key sent to the provider for attempt id:
 // stable across every retry of the intent, distinct for every attempt.
 func ProviderKey(attemptID string) string { return "psvc_" + attemptID }
+
+// IDOfProviderKey is the attempt id a ProviderKey names ("" when key is
+// not one of ours).
+func IDOfProviderKey(key string) string {
+	id, ok := strings.CutPrefix(key, "psvc_pay_")
+	if !ok || id == "" {
+		return ""
+	}
+	return "pay_" + id
+}
 
 // NewID returns a fresh attempt id.
 func NewID() string { return ids.New("pay_", 12) }

@@ -2,6 +2,7 @@ package refunds
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -68,6 +69,16 @@ func NewID() string { return ids.New("rfd_", 12) }
 
 // ProviderKey is the idempotency key sent to the provider for refund id.
 func ProviderKey(refundID string) string { return "psvc_" + refundID }
+
+// IDOfProviderKey is the refund id a ProviderKey names ("" when key is not
+// one of ours).
+func IDOfProviderKey(key string) string {
+	id, ok := strings.CutPrefix(key, "psvc_rfd_")
+	if !ok || id == "" {
+		return ""
+	}
+	return "rfd_" + id
+}
 
 // fromRow converts a database row; generated types stop here.
 func fromRow(r db.Refund) Refund {

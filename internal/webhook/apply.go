@@ -187,11 +187,16 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 }
 
 // findRefund finds the refund a provider refund stands for: by our reference
-// (the refund id), cross-checked against the derived key when the provider's
+// (the refund id; from the derived key when a provider does not echo the
+// reference), cross-checked against the derived key when the provider's
 // refund carries one, else by the provider refund id we recorded.
 func findRefund(ctx context.Context, tx pgx.Tx, re *provider.Refund) (refunds.Refund, bool, error) {
-	if re.Reference != "" {
-		r, err := refunds.Get(ctx, tx, re.Reference)
+	ref := re.Reference
+	if ref == "" {
+		ref = refunds.IDOfProviderKey(re.IdempotencyKey)
+	}
+	if ref != "" {
+		r, err := refunds.Get(ctx, tx, ref)
 		switch {
 		case err == nil:
 			if re.IdempotencyKey == "" || re.IdempotencyKey == refunds.ProviderKey(r.ID) {
@@ -248,11 +253,16 @@ func change(ev event, v verdict) attempts.Change {
 }
 
 // findAttempt finds the attempt a charge belongs to: by our reference (the
-// payment id), cross-checked against the provider key when the charge
+// payment id; from the derived key when a provider does not echo the
+// reference), cross-checked against the provider key when the charge
 // carries one, else by the charge id we recorded.
 func findAttempt(ctx context.Context, tx pgx.Tx, ch *provider.Charge) (attempts.Attempt, bool, error) {
-	if ch.Reference != "" {
-		a, err := attempts.Get(ctx, tx, ch.Reference)
+	ref := ch.Reference
+	if ref == "" {
+		ref = attempts.IDOfProviderKey(ch.IdempotencyKey)
+	}
+	if ref != "" {
+		a, err := attempts.Get(ctx, tx, ref)
 		switch {
 		case err == nil:
 			if ch.IdempotencyKey == "" || ch.IdempotencyKey == attempts.ProviderKey(a.ID) {

@@ -36,10 +36,12 @@
 // exactly once, never half.
 //
 // A charge event's attempt is found by the charge's reference (our payment
-// id), cross-checked against the provider key the charge was made with, else
-// by the charge id we recorded; a refund.succeeded event's refund likewise by
-// the refund's reference (our refund id) and derived key, else by the
-// provider refund id we recorded. Its row is then locked (SELECT … FOR
+// id; for a provider that does not echo the reference, the id in the derived
+// key psvc_<payment id>), cross-checked against the provider key the charge
+// was made with, else by the charge id we recorded; a refund.succeeded
+// event's refund likewise by the refund's reference (our refund id, or the
+// one in its derived key) and derived key, else by the provider refund id we
+// recorded. Its row is then locked (SELECT … FOR
 // UPDATE) and the event judged against the locked status:
 //
 //   - charge.succeeded, charge.failed or refund.succeeded from a provider

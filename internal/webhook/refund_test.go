@@ -8,6 +8,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/refunds"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -64,4 +65,40 @@ func TestUnexpectedRefundUnderAnOrphanLookingKey(t *testing.T) {
 		require.Equal(t, outcomeUnknownRefund, b.outcome(ev.ID), "outcome")
 		require.EqualValues(t, 1, b.anomalies(anomalyUnexpectedRefund, chargeID), "unexpected_refund anomalies")
 	})
+}
+
+// A provider that does not echo our reference still echoes the key we
+// derived from the payment (or refund) id, which names it as well.
+func TestChargeFoundByItsDerivedKeyWithoutAReference(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenantID, Status: attempts.Pending}).Attempt
+	chargeID := testkit.RandomID("ch_")
+	ev := newEvent(EventChargeSucceeded, a, chargeID)
+	ev.Data.Charge.Reference = ""
+	expectOK(t, b.deliver(ev))
+	require.Equal(t, outcomeApplied, b.outcome(ev.ID), "outcome")
+	got := b.get(a.ID)
+	require.Equal(t, attempts.Succeeded, got.Status)
+	require.Equal(t, chargeID, *got.ProviderChargeID)
+
+	// A key that is not one of ours names nothing.
+	other := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenantID, Status: attempts.Pending}).Attempt
+	ev = newEvent(EventChargeSucceeded, other, testkit.RandomID("ch_"))
+	ev.Data.Charge.Reference, ev.Data.Charge.IdempotencyKey = "", "checkout-"+other.ID
+	expectOK(t, b.deliver(ev))
+	require.Equal(t, outcomeUnknownCharge, b.outcome(ev.ID), "outcome")
+	require.Equal(t, attempts.Pending, b.get(other.ID).Status)
+}
+
+func TestIDOfProviderKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "pay_abc", attempts.IDOfProviderKey(attempts.ProviderKey("pay_abc")))
+	require.Equal(t, "rfd_abc", refunds.IDOfProviderKey(refunds.ProviderKey("rfd_abc")))
+	for _, key := range []string{"", "psvc_", "psvc_pay_", "pay_abc", "psvc_rfd_abc", "x_psvc_pay_abc"} {
+		require.Empty(t, attempts.IDOfProviderKey(key), key)
+	}
+	for _, key := range []string{"", "psvc_rfd_", "psvc_pay_abc", "refund_ch_1"} {
+		require.Empty(t, refunds.IDOfProviderKey(key), key)
+	}
 }
