@@ -81,7 +81,9 @@ SELECT tenant_id, key FROM idempotency_keys WHERE refund_id = $1;
 -- refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
 -- the stored response is all the key still held). A key of an unresolved one
 -- is kept however old, because a retry with it must resume it rather than
--- start a new one. SKIP LOCKED passes over a key a request holds right now.
+-- start a new one. A key a request holds right now is passed over: one whose
+-- lock has not expired (its owner may be calling the provider, between
+-- transactions), and, by SKIP LOCKED, one a running transaction has locked.
 -- name: IdemKeyDeleteExpired :execrows
 DELETE FROM idempotency_keys
 WHERE (tenant_id, key) IN (
@@ -90,6 +92,7 @@ WHERE (tenant_id, key) IN (
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
     WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+      AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE OF k SKIP LOCKED

@@ -94,6 +94,7 @@ WHERE (tenant_id, key) IN (
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
     WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+      AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at
     LIMIT $1
     FOR UPDATE OF k SKIP LOCKED
@@ -104,7 +105,9 @@ WHERE (tenant_id, key) IN (
 // refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
 // the stored response is all the key still held). A key of an unresolved one
 // is kept however old, because a retry with it must resume it rather than
-// start a new one. SKIP LOCKED passes over a key a request holds right now.
+// start a new one. A key a request holds right now is passed over: one whose
+// lock has not expired (its owner may be calling the provider, between
+// transactions), and, by SKIP LOCKED, one a running transaction has locked.
 func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int32) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyDeleteExpired, maxRows)
 	if err != nil {

@@ -339,3 +339,30 @@ func TestOrderGuardRefusesSecondKeyAndLeavesNoKeyRow(t *testing.T) {
 	require.Equal(t, idempotency.Owned, r.Outcome)
 	require.True(t, r.Created)
 }
+
+// The gc deletes an expired key of a final payment, but not while a request
+// holds its lock (docs/operations.md, "reconciler gc"): holding is the lock
+// (locked_until, through the provider call), not only a row lock of a
+// running transaction. A key taken over past its expiry, whose payment a
+// webhook made final during the call, is still its owner's to complete.
+func TestDeleteExpiredSkipsAKeyARequestHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	held := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenant, Status: attempts.Succeeded, KeyState: testdb.KeyLocked})
+	done := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenant, Status: attempts.Succeeded, KeyState: testdb.KeyCompleted})
+	_, err := b.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 hour' WHERE tenant_id = $1`, b.tenant)
+	require.NoError(t, err)
+
+	n, err := idempotency.DeleteExpired(ctx, b.pool, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the key nobody holds")
+	require.Zero(t, b.keyRows(done.IdempotencyKey))
+	require.Equal(t, 1, b.keyRows(held.IdempotencyKey), "the held key is left to its owner")
+	require.True(t, b.complete(held.Lock, 201, `{}`), "its owner still completes it")
+
+	n, err = idempotency.DeleteExpired(ctx, b.pool, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "completed, it goes")
+	require.Zero(t, b.keyRows(held.IdempotencyKey))
+}
