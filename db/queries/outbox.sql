@@ -23,6 +23,16 @@ ORDER BY next_attempt_at, created_at, id
 LIMIT sqlc.arg(max_rows)
 FOR UPDATE SKIP LOCKED;
 
+-- OutboxBoundIdle makes the server end this session, and with it the
+-- transaction and its claim's row locks, once the transaction has sat idle
+-- for timeout_ms (SET LOCAL: for this transaction only). A relay that went
+-- silent mid-batch (its node lost power or its network: no FIN, no RST)
+-- would otherwise keep its rows locked, and every other relay skipping them,
+-- until the server's TCP keepalive gave up on it, hours later and far
+-- outside the stream's duplicate window.
+-- name: OutboxBoundIdle :exec
+SELECT set_config('idle_in_transaction_session_timeout', sqlc.arg(timeout_ms)::bigint::text, true);
+
 -- name: OutboxMarkPublished :execrows
 UPDATE outbox
 SET published_at = now(), last_error = NULL

@@ -11,6 +11,22 @@ import (
 	"time"
 )
 
+const outboxBoundIdle = `-- name: OutboxBoundIdle :exec
+SELECT set_config('idle_in_transaction_session_timeout', $1::bigint::text, true)
+`
+
+// OutboxBoundIdle makes the server end this session, and with it the
+// transaction and its claim's row locks, once the transaction has sat idle
+// for timeout_ms (SET LOCAL: for this transaction only). A relay that went
+// silent mid-batch (its node lost power or its network: no FIN, no RST)
+// would otherwise keep its rows locked, and every other relay skipping them,
+// until the server's TCP keepalive gave up on it, hours later and far
+// outside the stream's duplicate window.
+func (q *Queries) OutboxBoundIdle(ctx context.Context, db DBTX, timeoutMs int64) error {
+	_, err := db.Exec(ctx, outboxBoundIdle, timeoutMs)
+	return err
+}
+
 const outboxClaim = `-- name: OutboxClaim :many
 SELECT id, type, subject, payment_id, payload, created_at, publish_attempts, traceparent
 FROM outbox

@@ -49,6 +49,14 @@ func (r *Relay) publishBatch(ctx context.Context, js jetstream.JetStream) (batch
 		if len(rows) == 0 {
 			return nil
 		}
+		// The claim's locks must not outlive the batch if this relay goes
+		// silent (a node without power or network says nothing to the
+		// server, which would hold them until its TCP keepalive gives up,
+		// hours later): the server ends a transaction idle for BatchTimeout,
+		// longer than any wait of a live batch (PublishTimeout).
+		if err := db.Q.OutboxBoundIdle(ctx, tx, r.cfg.BatchTimeout.Milliseconds()); err != nil {
+			return fmt.Errorf("bound idle claim: %w", err)
+		}
 		errs := r.publish(ctx, js, rows, &res)
 		if h := r.cfg.hooks.afterPublish; h != nil {
 			h()

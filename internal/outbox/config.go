@@ -57,6 +57,9 @@ type Config struct {
 	// PublishTimeout bounds the wait for the PubAcks of one batch.
 	PublishTimeout time.Duration
 	// BatchTimeout bounds one batch's transaction: claim, publish, mark.
+	// The server also ends the transaction (and frees its rows for the
+	// other relays) once it has been idle that long, should the relay go
+	// silent mid-batch.
 	BatchTimeout time.Duration
 	// BackoffMin and BackoffMax bound the jittered exponential backoff of a
 	// row whose publish failed and of the relay while NATS or Postgres fail.

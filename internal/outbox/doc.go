@@ -18,7 +18,9 @@
 //  4. Commit.
 //
 // A relay that dies between 2 and 4 leaves its rows unmarked, and Postgres
-// releases their locks; another relay publishes them again with the same
+// releases their locks: at once if its connection closes, and at the latest
+// once its transaction has been idle for BatchTimeout if it went silent (a
+// node that lost power or its network); another relay publishes them again with the same
 // Nats-Msg-Id, and JetStream drops the copy inside the stream's duplicate
 // window (at least MinDuplicateWindow). Consumers still get at-least-once
 // delivery and dedupe on the CloudEvents id, which is the same outbox id.
