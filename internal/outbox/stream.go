@@ -40,7 +40,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 // copies, duplicate window MinDuplicateWindow) if it is missing. An existing
 // stream keeps the configuration operators gave it (replicas, limits, …),
 // which CreateOrUpdateStream would reset on every pod start; it is only
-// widened where the relay depends on it: a subject that takes publish, and a
+// widened where the relay depends on it: subjects that take every subject of
+// publish (subjects themselves, or, where they would overlap the stream's
+// own, which JetStream refuses, the missing subjects of publish), and a
 // duplicate window of at least MinDuplicateWindow (or the stream's MaxAge,
 // if shorter: JetStream refuses a window longer than that).
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects []string, publish []string, replicas int) error {
@@ -69,12 +71,25 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	}
 	cfg := s.CachedInfo().Config
 	changed := false
+	var missing []string // publish subjects the stream does not take
 	for _, p := range publish {
 		if !slices.ContainsFunc(cfg.Subjects, func(f string) bool { return subjectMatches(f, p) }) {
-			cfg.Subjects = append(cfg.Subjects, subjects...)
-			changed = true
-			break
+			missing = append(missing, p)
 		}
+	}
+	if len(missing) > 0 {
+		// JetStream refuses subjects of one stream that overlap: subjects
+		// (payments.>) cannot join a stream on payments.succeeded, say, and
+		// then only the missing subjects themselves are added.
+		overlaps := slices.ContainsFunc(subjects, func(n string) bool {
+			return slices.ContainsFunc(cfg.Subjects, func(f string) bool { return subjectsCollide(n, f) })
+		})
+		if overlaps {
+			cfg.Subjects = append(cfg.Subjects, missing...)
+		} else {
+			cfg.Subjects = append(cfg.Subjects, subjects...)
+		}
+		changed = true
 	}
 	window := MinDuplicateWindow
 	if cfg.MaxAge > 0 && cfg.MaxAge < window {
@@ -107,6 +122,23 @@ func subjectMatches(filter, subject string) bool {
 		}
 	}
 	return len(ft) == len(st)
+}
+
+// subjectsCollide reports whether some literal subject matches both NATS
+// subject filters a and b.
+func subjectsCollide(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; ; i++ {
+		if i >= len(at) || i >= len(bt) {
+			return len(at) == len(bt)
+		}
+		if at[i] == ">" || bt[i] == ">" {
+			return true // the other has a token here, and > takes the rest
+		}
+		if at[i] != "*" && bt[i] != "*" && at[i] != bt[i] {
+			return false
+		}
+	}
 }
 
 // validSubject reports whether s is a NATS subject: non-empty tokens without

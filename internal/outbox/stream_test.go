@@ -69,3 +69,25 @@ func streamConfig(ctx context.Context, t *testing.T, js jetstream.JetStream, nam
 	require.NoError(t, err, "stream %s", name)
 	return s.CachedInfo().Config
 }
+
+// TestEnsureStreamWidensAStreamOfPaymentSucceededOnly: a PAYMENTS stream an
+// operator made for the one subject docs/operations.md first named
+// (payments.succeeded) must get the subjects of the other events added.
+// Adding payments.> to it is refused (it overlaps payments.succeeded), and a
+// relay that only tried that would publish nothing at all, forever.
+func TestEnsureStreamWidensAStreamOfPaymentSucceededOnly(t *testing.T) {
+	t.Parallel()
+	srv := startNATSServer(t)
+	_, js := testkit.JetStream(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PAYMENTS", Subjects: []string{"payments.succeeded"}, Duplicates: 2 * time.Minute})
+	require.NoError(t, err)
+
+	require.NoError(t, outbox.EnsureStream(ctx, js))
+	got := streamConfig(ctx, t, js, "PAYMENTS")
+	require.Equal(t, []string{"payments.succeeded", "payments.failed", "payments.refunded", "payments.refund_failed"}, got.Subjects)
+	require.Equal(t, outbox.MinDuplicateWindow, got.Duplicates)
+	require.NoError(t, outbox.EnsureStream(ctx, js), "EnsureStream again: nothing left to change")
+	require.Equal(t, got.Subjects, streamConfig(ctx, t, js, "PAYMENTS").Subjects)
+}
