@@ -391,6 +391,39 @@ func TestListPaymentsIteratesPages(t *testing.T) {
 	require.Equal(t, "limit=100", s.requests()[0].query, "pages of 100 by default")
 }
 
+// A list sequence may be ranged over again: each range starts from the
+// params it was made with, whatever cursor an earlier range reached.
+func TestListSequencesStartOverWhenRangedAgain(t *testing.T) {
+	t.Parallel()
+	s := newScript(func(w http.ResponseWriter, r *http.Request) { // two pages: x_2, then x_1
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("starting_after") == "x_3" {
+			_, _ = io.WriteString(w, `{"data":[{"id":"x_2"}],"has_more":true}`)
+		} else {
+			_, _ = io.WriteString(w, `{"data":[{"id":"x_1"}],"has_more":false}`)
+		}
+	})
+	c := newClient(t, fastConfig(s.serve(t, "a")))
+	ctx := context.Background()
+	payments := c.ListPayments(ctx, client.ListPaymentsParams{Limit: 2, StartingAfter: "x_3"})
+	refunds := c.ListRefunds(ctx, "pay_1", client.ListRefundsParams{Limit: 2, StartingAfter: "x_3"})
+	for range 2 {
+		for range payments {
+		}
+		for range refunds {
+		}
+	}
+	var queries []string
+	for _, r := range s.requests() {
+		queries = append(queries, r.path+"?"+r.query)
+	}
+	ranged := []string{
+		"/v1/payments?limit=2&starting_after=x_3", "/v1/payments?limit=2&starting_after=x_2",
+		"/v1/payments/pay_1/refunds?limit=2&starting_after=x_3", "/v1/payments/pay_1/refunds?limit=2&starting_after=x_2",
+	}
+	require.Equal(t, append(ranged, ranged...), queries, "the second range fetches the same pages as the first")
+}
+
 // A list error is yielded once and ends the iteration.
 func TestListPaymentsYieldsTheError(t *testing.T) {
 	t.Parallel()
