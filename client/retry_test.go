@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"go/build"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -486,6 +487,62 @@ func TestRetryCancelReturnsAtOnceWithoutLeaks(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the goroutines of the call are gone", func() bool {
 		return runtime.NumGoroutine() <= before
 	})
+}
+
+// A call cancelled while it waits to retry a try that outlived TryTimeout
+// says it was cancelled, and only that: the try's own timeout is not the
+// call's deadline.
+func TestRetryCancelAfterATryTimeoutIsNoDeadline(t *testing.T) {
+	t.Parallel()
+	s := newScript(stall)
+	cfg := fastConfig(s.serve(t, "a"))
+	cfg.TryTimeout = 100 * time.Millisecond
+	cfg.MinBackoff, cfg.MaxBackoff = 10*time.Second, 10*time.Second
+	logs := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CreatePayment(ctx, "key-1", visa)
+		done <- err
+	}()
+	testkit.Eventually(t, 10*time.Second, "the first try timed out and the call waits to retry", func() bool {
+		return strings.Contains(logs.String(), "try timed out")
+	})
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not return within 5s of its context's cancellation")
+	}
+	nf, ok := errors.AsType[*client.NotFinalError](err)
+	require.True(t, ok, "want a *NotFinalError, got %v", err)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "cancelled, not past a deadline: %v", err)
+	te, ok := errors.AsType[*client.TransportError](nf.Last)
+	require.True(t, ok, "last: %v", nf.Last)
+	require.True(t, te.Timeout, "the last try timed out")
+	require.Equal(t, 1, nf.Tries)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // The client is importable by other modules: it depends on nothing under
