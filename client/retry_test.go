@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -543,6 +544,35 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// A program that replaced http.DefaultTransport with a RoundTripper of its
+// own (tracing, say) still gets a client, that sends through it.
+// Not parallel: it replaces http.DefaultTransport.
+func TestNewWithAWrappedDefaultTransport(t *testing.T) {
+	s := newScript(paymentAnswer(201, client.StatusSucceeded))
+	url := s.serve(t, "a")
+	wrapped := &countingTransport{next: http.DefaultTransport}
+	saved := http.DefaultTransport
+	http.DefaultTransport = wrapped
+	t.Cleanup(func() { http.DefaultTransport = saved })
+
+	var c *client.Client
+	require.NotPanics(t, func() { c = newClient(t, fastConfig(url)) })
+	p, err := c.CreatePayment(context.Background(), "key-1", visa)
+	require.NoError(t, err)
+	require.Equal(t, client.StatusSucceeded, p.Status)
+	require.Equal(t, int64(1), wrapped.n.Load(), "sent through the program's transport")
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }
 
 // The client is importable by other modules: it depends on nothing under
