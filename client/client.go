@@ -30,8 +30,9 @@ type Config struct {
 	APIKey string
 
 	// HTTPClient sends the requests; nil means a client of its own with
-	// http.DefaultTransport's settings. Its Timeout, if any, applies on top
-	// of TryTimeout.
+	// http.DefaultTransport's settings (or http.DefaultTransport itself when
+	// the program replaced it with a RoundTripper that is not an
+	// *http.Transport). Its Timeout, if any, applies on top of TryTimeout.
 	HTTPClient *http.Client
 
 	// TryTimeout bounds one HTTP request (one try): when it passes, the try
@@ -98,7 +99,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("paymentsvc client: MaxBackoff %s is below MinBackoff %s", c.maxBackoff, c.minBackoff)
 	}
 	if c.http == nil {
-		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		c.http = &http.Client{Transport: defaultTransport()}
 	}
 	return c, nil
 }
@@ -113,6 +114,16 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // stored key to every try, after a crash or a timeout too: the service
 // charges at most once per key.
 func NewKey() string { return "idem_" + rand.Text() }
+
+// defaultTransport is a clone of http.DefaultTransport, or, when the program
+// replaced it with a RoundTripper that is not an *http.Transport (a tracing
+// wrapper, say), that RoundTripper itself.
+func defaultTransport() http.RoundTripper {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		return t.Clone()
+	}
+	return http.DefaultTransport
+}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {

@@ -72,8 +72,8 @@ func (e *NotFinalError) Unwrap() []error {
 // NotFinalError.Last when the call gives up.
 type TransportError struct {
 	Method, URL string
-	Timeout     bool // the try's timeout passed
-	Err         error
+	Timeout     bool  // the try's timeout passed
+	Err         error // the cause; after a try's timeout, only its text, so that the call's errors.Is(err, context.DeadlineExceeded) means the call's deadline
 }
 
 func (e *TransportError) Error() string {

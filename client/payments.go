@@ -94,14 +94,15 @@ func (c *Client) ListPayments(ctx context.Context, params ListPaymentsParams) it
 		params.Limit = 100
 	}
 	return paginate(func(after string) ([]Payment, bool, error) {
+		page := params // a copy: ranging again starts from params, not from the last cursor
 		if after != "" {
-			params.StartingAfter = after
+			page.StartingAfter = after
 		}
-		page, err := c.ListPaymentsPage(ctx, params)
+		list, err := c.ListPaymentsPage(ctx, page)
 		if err != nil {
 			return nil, false, err
 		}
-		return page.Data, page.HasMore, nil
+		return list.Data, list.HasMore, nil
 	}, func(p *Payment) string { return p.ID })
 }
 

@@ -89,13 +89,14 @@ func (c *Client) ListRefunds(ctx context.Context, paymentID string, params ListR
 		params.Limit = 100
 	}
 	return paginate(func(after string) ([]Refund, bool, error) {
+		page := params // a copy: ranging again starts from params, not from the last cursor
 		if after != "" {
-			params.StartingAfter = after
+			page.StartingAfter = after
 		}
-		page, err := c.ListRefundsPage(ctx, paymentID, params)
+		list, err := c.ListRefundsPage(ctx, paymentID, page)
 		if err != nil {
 			return nil, false, err
 		}
-		return page.Data, page.HasMore, nil
+		return list.Data, list.HasMore, nil
 	}, func(r *Refund) string { return r.ID })
 }

@@ -160,15 +160,23 @@ func (c *Client) send(ctx context.Context, base string, cl *call) (*answer, erro
 	if cl.key != "" {
 		req.Header.Set("Idempotency-Key", cl.key)
 	}
-	timedOut := func() bool { return ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) }
+	failed := func(err error) *TransportError {
+		if ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+			// The try's own timeout, not the call's end: said without
+			// wrapping context.DeadlineExceeded, which a *NotFinalError
+			// reports only when the call's deadline ended it.
+			return &TransportError{Method: cl.method, URL: u, Timeout: true, Err: fmt.Errorf("try timed out after %s: %s", c.tryTimeout, err)}
+		}
+		return &TransportError{Method: cl.method, URL: u, Err: err}
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: cl.method, URL: u, Timeout: timedOut(), Err: err}
+		return nil, failed(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return nil, &TransportError{Method: cl.method, URL: u, Timeout: timedOut(), Err: fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err)}
+		return nil, failed(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
 	}
 	a := &answer{method: cl.method, url: u, status: resp.StatusCode, header: resp.Header, body: raw}
 	if len(raw) > maxBody {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"go/build"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,6 +393,39 @@ func TestListPaymentsIteratesPages(t *testing.T) {
 	require.Equal(t, "limit=100", s.requests()[0].query, "pages of 100 by default")
 }
 
+// A list sequence may be ranged over again: each range starts from the
+// params it was made with, whatever cursor an earlier range reached.
+func TestListSequencesStartOverWhenRangedAgain(t *testing.T) {
+	t.Parallel()
+	s := newScript(func(w http.ResponseWriter, r *http.Request) { // two pages: x_2, then x_1
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("starting_after") == "x_3" {
+			_, _ = io.WriteString(w, `{"data":[{"id":"x_2"}],"has_more":true}`)
+		} else {
+			_, _ = io.WriteString(w, `{"data":[{"id":"x_1"}],"has_more":false}`)
+		}
+	})
+	c := newClient(t, fastConfig(s.serve(t, "a")))
+	ctx := context.Background()
+	payments := c.ListPayments(ctx, client.ListPaymentsParams{Limit: 2, StartingAfter: "x_3"})
+	refunds := c.ListRefunds(ctx, "pay_1", client.ListRefundsParams{Limit: 2, StartingAfter: "x_3"})
+	for range 2 {
+		for range payments {
+		}
+		for range refunds {
+		}
+	}
+	var queries []string
+	for _, r := range s.requests() {
+		queries = append(queries, r.path+"?"+r.query)
+	}
+	ranged := []string{
+		"/v1/payments?limit=2&starting_after=x_3", "/v1/payments?limit=2&starting_after=x_2",
+		"/v1/payments/pay_1/refunds?limit=2&starting_after=x_3", "/v1/payments/pay_1/refunds?limit=2&starting_after=x_2",
+	}
+	require.Equal(t, append(ranged, ranged...), queries, "the second range fetches the same pages as the first")
+}
+
 // A list error is yielded once and ends the iteration.
 func TestListPaymentsYieldsTheError(t *testing.T) {
 	t.Parallel()
@@ -453,6 +488,91 @@ func TestRetryCancelReturnsAtOnceWithoutLeaks(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the goroutines of the call are gone", func() bool {
 		return runtime.NumGoroutine() <= before
 	})
+}
+
+// A call cancelled while it waits to retry a try that outlived TryTimeout
+// says it was cancelled, and only that: the try's own timeout is not the
+// call's deadline.
+func TestRetryCancelAfterATryTimeoutIsNoDeadline(t *testing.T) {
+	t.Parallel()
+	s := newScript(stall)
+	cfg := fastConfig(s.serve(t, "a"))
+	cfg.TryTimeout = 100 * time.Millisecond
+	cfg.MinBackoff, cfg.MaxBackoff = 10*time.Second, 10*time.Second
+	logs := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CreatePayment(ctx, "key-1", visa)
+		done <- err
+	}()
+	testkit.Eventually(t, 10*time.Second, "the first try timed out and the call waits to retry", func() bool {
+		return strings.Contains(logs.String(), "try timed out")
+	})
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not return within 5s of its context's cancellation")
+	}
+	nf, ok := errors.AsType[*client.NotFinalError](err)
+	require.True(t, ok, "want a *NotFinalError, got %v", err)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "cancelled, not past a deadline: %v", err)
+	te, ok := errors.AsType[*client.TransportError](nf.Last)
+	require.True(t, ok, "last: %v", nf.Last)
+	require.True(t, te.Timeout, "the last try timed out")
+	require.Equal(t, 1, nf.Tries)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// A program that replaced http.DefaultTransport with a RoundTripper of its
+// own (tracing, say) still gets a client, that sends through it.
+// Not parallel: it replaces http.DefaultTransport.
+func TestNewWithAWrappedDefaultTransport(t *testing.T) {
+	s := newScript(paymentAnswer(201, client.StatusSucceeded))
+	url := s.serve(t, "a")
+	wrapped := &countingTransport{next: http.DefaultTransport}
+	saved := http.DefaultTransport
+	http.DefaultTransport = wrapped
+	t.Cleanup(func() { http.DefaultTransport = saved })
+
+	var c *client.Client
+	require.NotPanics(t, func() { c = newClient(t, fastConfig(url)) })
+	p, err := c.CreatePayment(context.Background(), "key-1", visa)
+	require.NoError(t, err)
+	require.Equal(t, client.StatusSucceeded, p.Status)
+	require.Equal(t, int64(1), wrapped.n.Load(), "sent through the program's transport")
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }
 
 // The client is importable by other modules: it depends on nothing under
