@@ -49,10 +49,27 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err := c.Migrate(ctx); err != nil {
 		return err
 	}
-	// Whatever the last run left in flight is finished first, with its keys.
-	if n, err := c.ResumePending(ctx); err != nil {
-		log.Warn("some payments are still not final", "resumed", n, "err", err)
+	// Whatever the last run left in flight is finished first, with its keys,
+	// and then from time to time: a payment still not final when its
+	// customer stopped waiting is finished without waiting for a click.
+	resume := func() {
+		if n, err := c.ResumePending(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("some payments are still not final", "resumed", n, "err", err)
+		}
 	}
+	resume()
+	go func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				resume()
+			}
+		}
+	}()
 	ln, err := net.Listen("tcp", env("CHECKOUT_ADDR", "127.0.0.1:8090"))
 	if err != nil {
 		return err
