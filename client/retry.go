@@ -216,6 +216,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // parseRetryAfter reads Retry-After as delay-seconds or an HTTP date.
+// maxRetryAfterSeconds caps a Retry-After in seconds (a year).
+const maxRetryAfterSeconds = 365 * 24 * 3600
+
 func parseRetryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
@@ -224,7 +227,9 @@ func parseRetryAfter(v string) time.Duration {
 		if n < 0 {
 			return 0
 		}
-		return time.Duration(n) * time.Second
+		// A longer wait than any deadline could allow is as good as
+		// forever, and n seconds would overflow a Duration past ~292 years.
+		return time.Duration(min(n, maxRetryAfterSeconds)) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)
