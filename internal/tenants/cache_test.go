@@ -123,3 +123,43 @@ func TestCacheOff(t *testing.T) {
 	known, unknown := c.Len()
 	require.Zero(t, known+unknown)
 }
+
+// A flood of unknown keys keeps the refusals full; storing each further
+// answer must not look through every answer kept (under the lock every
+// request takes): expired answers are looked for at most once a second,
+// full or not. Before, each answer stored into a full cache swept both maps
+// (about 0.25 ms at the default size, against 0.04 ms for the query).
+func TestCacheFullOfRefusalsSweepsAtMostOnceASecond(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	ctx := t.Context()
+	const size = 100
+	tn := testdb.Tenant(t, d.Pool, testdb.TenantOpts{})
+	c := tenants.NewCache(d.Pool, tenants.CacheConfig{Size: size})
+	clk := &clock{t: time.Now()}
+	c.SetClock(clk.now)
+	for i := range size {
+		_, err := c.Authenticate(ctx, fmt.Sprintf("sk_flood_%d", i))
+		require.ErrorIs(t, err, tenants.ErrUnauthorized)
+	}
+	before := c.Sweeps()
+	for i := range 3 * size {
+		_, err := c.Authenticate(ctx, fmt.Sprintf("sk_more_%d", i))
+		require.ErrorIs(t, err, tenants.ErrUnauthorized)
+		known, unknown := c.Len()
+		require.LessOrEqual(t, known, size)
+		require.LessOrEqual(t, unknown, size)
+	}
+	got, err := c.Authenticate(ctx, tn.APIKey)
+	require.NoError(t, err)
+	require.Equal(t, tn.ID, got.ID)
+	require.LessOrEqual(t, c.Sweeps()-before, 1, "sweeps within one second of a full cache")
+
+	// A second later expired answers go again.
+	clk.add(3 * time.Second)
+	_, err = c.Authenticate(ctx, "sk_later")
+	require.ErrorIs(t, err, tenants.ErrUnauthorized)
+	known, unknown := c.Len()
+	require.Equal(t, 1, known, "the tenant's answer is still fresh")
+	require.Equal(t, 1, unknown, "only sk_later: the flood's refusals expired and were swept")
+}
