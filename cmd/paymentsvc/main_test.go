@@ -373,7 +373,7 @@ func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
 }
 
 // TENANT_RATE_LIMIT and TENANT_RATE_BURST are shown by -h; a negative value
-// is refused at startup (exit 1, one line naming the setting), a malformed
+// (or a limit whose bucket takes over a year to refill) is refused at startup (exit 1, one line naming the setting), a malformed
 // one as bad usage (exit 2).
 func TestTenantRateLimitSettings(t *testing.T) {
 	t.Parallel()
@@ -383,7 +383,9 @@ func TestTenantRateLimitSettings(t *testing.T) {
 	require.Contains(t, help, "--tenant-rate-burst")
 	require.Contains(t, help, "OTEL_EXPORTER_OTLP_ENDPOINT")
 
-	for _, env := range []string{"TENANT_RATE_LIMIT=-1", "TENANT_RATE_BURST=-2"} {
+	// A limit so small that a bucket would take years to refill (and far
+	// smaller, overflow the limiter's arithmetic and switch it off).
+	for _, env := range []string{"TENANT_RATE_LIMIT=-1", "TENANT_RATE_BURST=-2", "TENANT_RATE_LIMIT=1e-10"} {
 		line, stderr := refusedAtStartup(t, env)
 		require.Contains(t, line.Raw, "TENANT_RATE_")
 		require.NotContains(t, stderr, `"msg":"listening"`)

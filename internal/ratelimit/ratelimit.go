@@ -13,6 +13,7 @@ package ratelimit
 
 import (
 	"container/list"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -35,6 +36,29 @@ type Config struct {
 	MaxTenants int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+}
+
+// MaxRefill is the longest an empty bucket may take to fill again
+// (Burst / Limit): a smaller limit is a configuration mistake, and a much
+// smaller one would overflow the time arithmetic and turn the limiter off.
+const MaxRefill = 365 * 24 * time.Hour
+
+// CheckLimit reports whether limit (requests per second; 0: off) with burst
+// (0: DefaultBurst) is one the limiter can apply.
+func CheckLimit(limit float64, burst int) error {
+	if limit == 0 {
+		return nil
+	}
+	if !(limit > 0) || math.IsInf(limit, 0) || burst < 0 {
+		return fmt.Errorf("the rate limit (%v) must be a number of at least 0 and the burst (%d) not negative", limit, burst)
+	}
+	if burst == 0 {
+		burst = DefaultBurst(limit)
+	}
+	if float64(burst)/limit > MaxRefill.Seconds() {
+		return fmt.Errorf("a rate limit of %v per second with a burst of %d takes longer than %s to refill", limit, burst, MaxRefill)
+	}
+	return nil
 }
 
 // DefaultBurst is TENANT_RATE_BURST's default: max(1, ⌈2 × limit⌉).

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -154,4 +155,23 @@ func TestConcurrentCallersShareTheBucket(t *testing.T) {
 	close(start)
 	wg.Wait()
 	require.Equal(t, 7, allowed)
+}
+
+func TestCheckLimit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit float64
+		burst int
+		ok    bool
+	}{
+		{0, 0, true}, {0, 5, true}, {1, 0, true}, {0.5, 10, true}, {1e6, 0, true},
+		{1.0 / (365 * 24 * 3600), 1, true}, // one a year, burst 1: exactly the bound
+		{1e-10, 0, false}, {1e-3, 1_000_000, false}, {-1, 0, false}, {1, -1, false},
+		{math.Inf(1), 0, false}, {math.NaN(), 0, false},
+	} {
+		err := CheckLimit(c.limit, c.burst)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckLimit(%v, %d) = %v, want ok %v", c.limit, c.burst, err, c.ok)
+		}
+	}
 }

@@ -48,6 +48,9 @@ func (c Config) Validate() error {
 	if !(c.TenantRateLimit >= 0) || math.IsInf(c.TenantRateLimit, 0) || c.TenantRateBurst < 0 {
 		return fmt.Errorf("TENANT_RATE_LIMIT (%v) must be a number of at least 0 and TENANT_RATE_BURST (%d) not negative", c.TenantRateLimit, c.TenantRateBurst)
 	}
+	if err := ratelimit.CheckLimit(c.TenantRateLimit, c.TenantRateBurst); err != nil {
+		return fmt.Errorf("TENANT_RATE_LIMIT and TENANT_RATE_BURST: %w", err)
+	}
 	if c.AuthCacheTTL < 0 {
 		return fmt.Errorf("AUTH_CACHE_TTL (%s) must not be negative", c.AuthCacheTTL)
 	}
