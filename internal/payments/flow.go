@@ -184,12 +184,14 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 				return s.unavailable(ctx, lock)
 			}
 			s.log.Warn("provider call not sent; trying the next provider", k.name()+"_id", sub.id, "provider", name, "err", r.Err)
-			if sub, err = s.returnNotSent(ctx, k, lock, sub.id, name); err != nil {
+			back, err := s.returnNotSent(ctx, k, lock, sub.id, name)
+			if err != nil {
 				if errors.Is(err, errLostLock) {
-					return s.current(ctx, k, sub.id)
+					return s.current(ctx, k, sub.id) // sub.id: back is empty on an error
 				}
 				return Reply{}, err
 			}
+			sub = back
 			continue
 		default:
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
