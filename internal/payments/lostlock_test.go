@@ -54,3 +54,36 @@ func TestNotSentAfterLosingTheKeyAnswersThePayment(t *testing.T) {
 	require.Equal(t, token, k.token)
 	require.Nil(t, k.code)
 }
+
+// A report (a webhook) makes the payment final while its call is in flight,
+// and the call then comes back as not sent. The payment is not taken back to
+// CREATED (no edge leaves a final status): the request answers the payment
+// as committed and stores that answer on the key, as finish does for a
+// payment a webhook resolved first.
+func TestNotSentAfterAWebhookResolvedThePaymentAnswersIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	in := b.input("key-notsent-webhook", "order-notsent-webhook")
+	svc := b.service(notSentAfter{gatedProvider: b.prov, during: func(id string) {
+		b.report(id, attempts.Change{To: attempts.Succeeded, ChargeID: "ch_from_webhook"})
+	}}, timings)
+
+	r, err := svc.Create(b.ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+	id := b.only(in.OrderID).ID
+	require.Equal(t, id, r.PaymentID)
+	require.Equal(t, attempts.Succeeded, payment(t, r).Status)
+	require.Equal(t, []attempts.Status{attempts.Created, attempts.Pending, attempts.Succeeded}, b.history(id))
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, id))
+	k := b.key(in.IdempotencyKey)
+	require.False(t, k.locked, "the key is finished")
+	require.NotNil(t, k.code)
+	require.EqualValues(t, http.StatusCreated, *k.code)
+	require.JSONEq(t, string(r.Body), string(k.body))
+
+	replay, err := svc.Create(b.ctx, in)
+	require.NoError(t, err)
+	require.True(t, replay.Replayed)
+	require.Equal(t, http.StatusCreated, replay.Code)
+}
