@@ -184,12 +184,19 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 				return s.unavailable(ctx, lock)
 			}
 			s.log.Warn("provider call not sent; trying the next provider", k.name()+"_id", sub.id, "provider", name, "err", r.Err)
-			if sub, err = s.returnNotSent(ctx, k, lock, sub.id, name); err != nil {
+			back, err := s.returnNotSent(ctx, k, lock, sub.id, name)
+			if err != nil {
 				if errors.Is(err, errLostLock) {
-					return s.current(ctx, k, sub.id)
+					return s.current(ctx, k, sub.id) // sub.id: back is empty on an error
 				}
 				return Reply{}, err
 			}
+			if back.status != lifecycle.Created {
+				// Moved on meanwhile (a webhook made it final): it stays
+				// as it is, and the key ends as finish ends it for it.
+				return s.finish(ctx, k, lock, change{id: back.id, to: back.status, source: lifecycle.SourceAPI})
+			}
+			sub = back
 			continue
 		default:
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
@@ -293,12 +300,16 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 // returnNotSent takes a subject this request moved to PENDING back to
 // CREATED (not_sent) once its call provably never reached the provider, so
 // that it may go to another provider, or stay CREATED if none is left. The
-// key stays held.
+// key stays held. A subject that is no longer PENDING (a webhook moved it
+// during the call) is left as it is and returned as it is.
 func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lock, id, providerName string) (subject, error) {
-	var sub subject
+	var (
+		sub   subject
+		moved bool
+	)
 	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		var err error
-		sub, _, err = k.move(ctx, tx, change{
+		sub, moved, err = k.move(ctx, tx, change{
 			id: id, to: lifecycle.Created, source: lifecycle.SourceAPI,
 			reason: lifecycle.ReasonNotSent,
 		})
@@ -307,10 +318,9 @@ func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lo
 	if err != nil {
 		return subject{}, err
 	}
-	if sub.status != lifecycle.Created {
-		return subject{}, fmt.Errorf("%s %s is %s after not_sent", k.name(), id, sub.status)
+	if moved {
+		k.counted(lifecycle.Created, lifecycle.SourceAPI)
 	}
-	k.counted(lifecycle.Created, lifecycle.SourceAPI)
 	return sub, nil
 }
 
