@@ -106,42 +106,13 @@ func raceDelays(round int) (api, hook time.Duration) {
 func TestWebhookWhileAPICommitIsPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
 	a, chargeID := b.attempt(attempts.Pending)
 	ev := newEvent(EventChargeSucceeded, a, chargeID)
 	body := encode(t, ev)
 
-	tx, err := b.pool.Begin(ctx)
-	require.NoError(t, err, "begin API transaction")
-	defer func() { _ = tx.Rollback(ctx) }()
-	_, applied, err := attempts.Transition(ctx, tx, attempts.Change{
+	expectOK(t, b.deliverDuringTransition(body, attempts.Change{
 		ID: a.ID, To: attempts.Succeeded, ChargeID: chargeID, Source: attempts.SourceAPI, Reason: "provider charged",
-	})
-	require.NoError(t, err, "API transition")
-	require.True(t, applied, "API applied")
-
-	type result struct {
-		r   apiclient.Response
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := b.tryPost(body, sign(testSecret, testNow.Unix(), body))
-		done <- result{r, err}
-	}()
-	testkit.Eventually(t, 10*time.Second, "the webhook's transaction waits for the attempt's row lock", func() bool {
-		return b.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
-	})
-	require.NoError(t, tx.Commit(ctx), "commit API transaction")
-
-	var res result
-	select {
-	case res = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the webhook got no answer within 30s of the API's commit")
-	}
-	require.NoError(t, res.err)
-	expectOK(t, res.r)
+	}))
 	require.Equal(t, outcomeNoop, b.outcome(ev.ID), "webhook outcome")
 	require.Equal(t, 1, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows")
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM payment_attempt_events WHERE attempt_id = $1 AND to_status = 'SUCCEEDED' AND source = 'api'`, a.ID), "API audit rows")
@@ -154,24 +125,43 @@ func TestWebhookWhileAPICommitIsPending(t *testing.T) {
 // not sent, docs/providers.md) when the event is read, and the API is
 // committing it PENDING at another provider. The event is from a provider
 // the payment is not at when the webhook decides, so it must change nothing
-// and be recorded as wrong_provider (CONTRACT §10 as docs/providers.md
+// and be recorded as wrong_provider (as docs/providers.md
 // states it), not move the payment to SUCCEEDED with this provider's charge.
 func TestWrongProviderJudgedOnTheLockedRow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
 	a, chargeID := b.attempt(attempts.Created)
 	require.Nil(t, a.Provider)
 	ev := newEvent(EventChargeSucceeded, a, chargeID)
 	body := encode(t, ev)
 
 	// The API's markCalling at provider sim_b, not committed yet.
+	expectOK(t, b.deliverDuringTransition(body, attempts.Change{
+		ID: a.ID, To: attempts.Pending, Provider: "sim_b", Source: attempts.SourceAPI, Reason: "calling provider sim_b",
+	}))
+	got := b.get(a.ID)
+	require.Equal(t, attempts.Pending, got.Status, "status")
+	require.Equal(t, "sim_b", got.ProviderName(), "provider")
+	require.Nil(t, got.ProviderChargeID, "charge id")
+	require.Equal(t, outcomeAnomaly, b.outcome(ev.ID), "webhook outcome")
+	require.Equal(t, 1, b.anomalies(anomalyWrongProvider, chargeID), "wrong_provider anomalies")
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1`, a.ID), "anomalies of the attempt")
+	require.Equal(t, 0, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows")
+	require.Equal(t, 0, b.outbox(a.ID), "outbox rows")
+}
+
+// deliverDuringTransition applies c in a transaction of its own (the API's),
+// delivers the signed body while that transaction holds the attempt's row
+// lock, commits once the webhook waits for the lock, and returns the
+// webhook's answer.
+func (b *bundle) deliverDuringTransition(body []byte, c attempts.Change) apiclient.Response {
+	t := b.t
+	t.Helper()
+	ctx := context.Background()
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err, "begin API transaction")
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, applied, err := attempts.Transition(ctx, tx, attempts.Change{
-		ID: a.ID, To: attempts.Pending, Provider: "sim_b", Source: attempts.SourceAPI, Reason: "calling provider sim_b",
-	})
+	_, applied, err := attempts.Transition(ctx, tx, c)
 	require.NoError(t, err, "API transition")
 	require.True(t, applied, "API applied")
 
@@ -189,21 +179,12 @@ func TestWrongProviderJudgedOnTheLockedRow(t *testing.T) {
 	})
 	require.NoError(t, tx.Commit(ctx), "commit API transaction")
 
-	var res result
 	select {
-	case res = <-done:
+	case res := <-done:
+		require.NoError(t, res.err)
+		return res.r
 	case <-time.After(30 * time.Second):
 		t.Fatal("the webhook got no answer within 30s of the API's commit")
+		return apiclient.Response{}
 	}
-	require.NoError(t, res.err)
-	expectOK(t, res.r)
-	got := b.get(a.ID)
-	require.Equal(t, attempts.Pending, got.Status, "status")
-	require.Equal(t, "sim_b", got.ProviderName(), "provider")
-	require.Nil(t, got.ProviderChargeID, "charge id")
-	require.Equal(t, outcomeAnomaly, b.outcome(ev.ID), "webhook outcome")
-	require.Equal(t, 1, b.anomalies(anomalyWrongProvider, chargeID), "wrong_provider anomalies")
-	require.Equal(t, 1, b.count(`SELECT count(*) FROM anomalies WHERE attempt_id = $1`, a.ID), "anomalies of the attempt")
-	require.Equal(t, 0, b.audits(a.ID, attempts.Succeeded), "SUCCEEDED audit rows")
-	require.Equal(t, 0, b.outbox(a.ID), "outbox rows")
 }

@@ -26,7 +26,7 @@ func refundEvent(chargeID, key string, amount int64) providersim.Event {
 
 // TestUnexpectedRefundUnderAnOrphanLookingKey: only settlement's own refund
 // of an orphan charge, made under refunds.OrphanKey of that very charge, is
-// expected (docs: CONTRACT §9, internal/webhook/doc.go). A provider refund of
+// expected (internal/webhook/doc.go). A provider refund of
 // our SUCCEEDED payment's charge made outside this service under any other
 // key that merely starts like one ("refund_…", a common name for a key) is
 // unexpected: it records unexpected_refund, once, and changes nothing.
