@@ -32,19 +32,9 @@ func (c *Client) CreatePayment(ctx context.Context, key string, req CreatePaymen
 	if err != nil {
 		return nil, err
 	}
-	var last *Payment
-	err = c.run(ctx, &call{
-		method: http.MethodPost, path: "/v1/payments", body: body, key: key,
-		accept: func(a *answer) (bool, error) {
-			p, err := decode[Payment](a, http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired)
-			if err != nil {
-				return false, err
-			}
-			last = p
-			return p.Status.Final(), nil
-		},
-	})
-	return finish(last, err, func(e *NotFinalError) { e.Payment = last })
+	return create(ctx, c, &call{method: http.MethodPost, path: "/v1/payments", body: body, key: key},
+		func(p *Payment) bool { return p.Status.Final() },
+		func(e *NotFinalError, p *Payment) { e.Payment = p })
 }
 
 // GetPayment returns the payment with id as the service knows it.
@@ -104,6 +94,23 @@ func (c *Client) ListPayments(ctx context.Context, params ListPaymentsParams) it
 		}
 		return list.Data, list.HasMore, nil
 	}, func(p *Payment) string { return p.ID })
+}
+
+// create runs a create (CreatePayment, CreateRefund): 201, 202 or 402 with
+// a T is an answer, the last one when final says it is final; fill puts the
+// last T received into a *NotFinalError.
+func create[T any](ctx context.Context, c *Client, cl *call, final func(*T) bool, fill func(*NotFinalError, *T)) (*T, error) {
+	var last *T
+	cl.accept = func(a *answer) (bool, error) {
+		v, err := decode[T](a, http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired)
+		if err != nil {
+			return false, err
+		}
+		last = v
+		return final(v), nil
+	}
+	err := c.run(ctx, cl)
+	return finish(last, err, func(e *NotFinalError) { fill(e, last) })
 }
 
 // get runs a read: 200 with a T is the answer.

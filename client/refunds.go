@@ -32,19 +32,9 @@ func (c *Client) CreateRefund(ctx context.Context, paymentID, key string, req Cr
 	if err != nil {
 		return nil, err
 	}
-	var last *Refund
-	err = c.run(ctx, &call{
-		method: http.MethodPost, path: "/v1/payments/" + url.PathEscape(paymentID) + "/refunds", body: body, key: key,
-		accept: func(a *answer) (bool, error) {
-			r, err := decode[Refund](a, http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired)
-			if err != nil {
-				return false, err
-			}
-			last = r
-			return r.Status.Final(), nil
-		},
-	})
-	return finish(last, err, func(e *NotFinalError) { e.Refund = last })
+	return create(ctx, c, &call{method: http.MethodPost, path: "/v1/payments/" + url.PathEscape(paymentID) + "/refunds", body: body, key: key},
+		func(r *Refund) bool { return r.Status.Final() },
+		func(e *NotFinalError, r *Refund) { e.Refund = r })
 }
 
 // GetRefund returns the refund with id. Errors: a *Problem with

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,23 +145,16 @@ func TestConcurrentRefundsOnTwoPods(t *testing.T) {
 	_, b := s.startPod(t, "pod-b")
 	id := paid(t, a, "o-1", 10_000)
 	const n, each = 30, 700 // 21,000 asked for, 10,000 to give: 14 fit
-	start := make(chan struct{})
 	statuses := make([]int, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
+	testkit.Together(n, func(i int) {
 		c := a
 		if i%2 == 1 {
 			c = b
 		}
-		wg.Go(func() {
-			<-start
-			r, err := refund(c, id, fmt.Sprintf("cr-%d", i), each)
-			statuses[i], errs[i] = r.Status, err
-		})
-	}
-	close(start)
-	wg.Wait()
+		r, err := refund(c, id, fmt.Sprintf("cr-%d", i), each)
+		statuses[i], errs[i] = r.Status, err
+	})
 	count := map[int]int{}
 	for i, st := range statuses {
 		require.NoError(t, errs[i])

@@ -202,10 +202,7 @@ func TestHealthcheck(t *testing.T) {
 	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http")})
 	_, port, err := net.SplitHostPort(p.Addr())
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := testkit.ReservedAddr(t) // nothing listens there
 	for _, c := range []struct {
 		env  []string
 		args []string

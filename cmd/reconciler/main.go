@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,8 +83,10 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	cfg.Logger = log
 	// The shared settings are checked as given, before the library fills
 	// zero fields with defaults: PROVIDER_RETRY_BUDGET=0s is refused here as
-	// it is by the pods, not silently replaced.
-	if err := errors.Join(shared.Validate(), cfg.Validate()); err != nil {
+	// it is by the pods, not silently replaced. cfg needs no check here: its
+	// flags were checked by s.check, the rest are the library's defaults,
+	// and reconcile.New checks it against the payments service's timing.
+	if err := shared.Validate(); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 1
 	}

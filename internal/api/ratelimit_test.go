@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/ratelimit"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // manualClock is the rate limiter's clock in these tests.
@@ -107,17 +108,10 @@ func TestRateLimitCoversTheTenantAPIOnly(t *testing.T) {
 func TestRateLimitConcurrentBurst(t *testing.T) {
 	t.Parallel()
 	b, _ := setupLimited(t, 1, 5)
-	start := make(chan struct{})
 	statuses := make(chan int, 20)
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			<-start
-			statuses <- b.get(b.a, "/v1/payments").Status
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(20, func(int) {
+		statuses <- b.get(b.a, "/v1/payments").Status
+	})
 	close(statuses)
 	got := map[int]int{}
 	for s := range statuses {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +11,7 @@ import (
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // refund posts a refund body as tenant for payment id with idempotency key.
@@ -201,17 +201,10 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	b := setup(t)
 	id := b.paid("o-1", 10_000)
 	const n, each = 30, 500 // 15,000 asked for, 10,000 to give
-	start := make(chan struct{})
 	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			statuses[i] = b.refund(b.a, id, fmt.Sprintf("cr-%d", i), fmt.Sprintf(`{"amount":%d}`, each)).Status
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(n, func(i int) {
+		statuses[i] = b.refund(b.a, id, fmt.Sprintf("cr-%d", i), fmt.Sprintf(`{"amount":%d}`, each)).Status
+	})
 	count := map[int]int{}
 	for _, s := range statuses {
 		count[s]++

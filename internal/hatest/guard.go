@@ -101,6 +101,17 @@ func (g *Guard) watchPGData(pgdata string) {
 func (g *Guard) removeDir(dir string) { g.send("rmdir %s", dir) }
 func (g *Guard) keepDir(dir string)   { g.send("keepdir %s", dir) }
 
+// removeOrKeep ends a cluster's directory dir once its processes are
+// stopped: removed, or kept (with its logs) if t failed and HATEST_KEEP=1.
+func (g *Guard) removeOrKeep(t testing.TB, dir string) {
+	if t.Failed() && os.Getenv("HATEST_KEEP") == "1" {
+		g.keepDir(dir)
+		t.Logf("hatest: kept %s", dir)
+		return
+	}
+	_ = os.RemoveAll(dir)
+}
+
 // close ends the guard: it kills whatever is still registered and exits.
 func (g *Guard) close() {
 	g.mu.Lock()

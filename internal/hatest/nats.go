@@ -270,12 +270,7 @@ func (c *NATS) stop() {
 		}
 	}
 	wg.Wait()
-	if c.t.Failed() && os.Getenv("HATEST_KEEP") == "1" {
-		c.g.keepDir(c.base)
-		c.t.Logf("hatest: kept %s", c.base)
-		return
-	}
-	_ = os.RemoveAll(c.base)
+	c.g.removeOrKeep(c.t, c.base)
 }
 
 func (c *NATS) logTails() string {

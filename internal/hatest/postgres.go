@@ -391,12 +391,7 @@ func (pg *Postgres) stop() {
 			killTree(pid)
 		}
 	}
-	if pg.t.Failed() && os.Getenv("HATEST_KEEP") == "1" {
-		pg.g.keepDir(pg.base)
-		pg.t.Logf("hatest: kept %s", pg.base)
-		return
-	}
-	_ = os.RemoveAll(pg.base)
+	pg.g.removeOrKeep(pg.t, pg.base)
 }
 
 // logTails returns the end of every pg_autoctl log, for failure messages.

@@ -1,5 +1,11 @@
 package outbox
 
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
 // What the relay tests (package outbox_test, which seed through
 // internal/testdb and so cannot be in this package) need of its insides.
 
@@ -26,6 +32,12 @@ func (c Config) WithHooks(h Hooks) Config {
 
 // Envelope is the CloudEvents envelope the relay publishes.
 type Envelope = envelope
+
+// EnsureStream is what the relay does to the stream PAYMENTS on payments.>
+// with the default configuration; see ensureStream.
+func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
+	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, Config{}.subjects(), DefaultStreamReplicas)
+}
 
 // EnsureStreamNamed is EnsureStream for a stream name, its subjects and the
 // subject the relay publishes to.

@@ -30,12 +30,6 @@ const (
 	MaxStreamReplicas     = 5
 )
 
-// EnsureStream creates the stream PAYMENTS on payments.> if it is
-// missing; see ensureStream for what it does to an existing one.
-func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
-	return ensureStream(ctx, js, DefaultStream, []string{DefaultStreamSubjects}, Config{}.subjects(), DefaultStreamReplicas)
-}
-
 // ensureStream creates stream name on subjects (file storage, replicas
 // copies, duplicate window MinDuplicateWindow) if it is missing. An existing
 // stream keeps the configuration operators gave it (replicas, limits, …),

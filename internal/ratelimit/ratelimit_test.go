@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // clock is a manual clock for the limiter.
@@ -138,22 +140,15 @@ func TestConcurrentCallersShareTheBucket(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	l := New(Config{Limit: 1, Burst: 7, Now: c.now})
-	start := make(chan struct{})
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
-	for range 40 {
-		wg.Go(func() {
-			<-start
-			if ok, _ := l.Allow("ten_a"); ok {
-				mu.Lock()
-				allowed++
-				mu.Unlock()
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	testkit.Together(40, func(int) {
+		if ok, _ := l.Allow("ten_a"); ok {
+			mu.Lock()
+			allowed++
+			mu.Unlock()
+		}
+	})
 	require.Equal(t, 7, allowed)
 }
 
