@@ -28,11 +28,10 @@ type GCReport struct {
 // are judged by the database clock. Each table's package owns its delete;
 // GC only calls them. The report counts what was deleted, also when GC
 // fails midway.
-func (r *Reconciler) GC(ctx context.Context) (GCReport, error) {
+func (r *Reconciler) GC(ctx context.Context) (_ GCReport, err error) {
 	ctx, span := tracing.Start(ctx, "reconciler gc")
-	defer span.End()
+	defer func() { endSpan(span, err) }()
 	var rep GCReport
-	var err error
 	if rep.Deleted, err = idempotency.DeleteExpired(ctx, r.pool, r.cfg.GCBatchSize); err != nil {
 		return rep, err
 	}

@@ -72,10 +72,10 @@ const settleChunk = 1000
 // anomaly for every orphan, mismatch and charge missing at the provider. A
 // succeeded charge of an attempt that is not final yet is left to Run. An
 // error means the day is not fully settled; settling it again is safe.
-func (r *Reconciler) Settle(ctx context.Context, day time.Time) (Report, error) {
+func (r *Reconciler) Settle(ctx context.Context, day time.Time) (_ Report, err error) {
 	from := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
 	ctx, span := tracing.Start(ctx, "reconciler settle", attribute.String("reconciler.day", from.Format(DayLayout)))
-	defer span.End()
+	defer func() { endSpan(span, err) }()
 	to := from.AddDate(0, 0, 1)
 	rep := Report{Day: from.Format(DayLayout)}
 	// Every provider, page by page, so memory holds one page of charges (and
