@@ -97,17 +97,22 @@ SET amount_reserved = amount_reserved + sqlc.arg(amount)::bigint, updated_at = n
 WHERE id = sqlc.arg(id) AND status = 'SUCCEEDED'
   AND amount_reserved + sqlc.arg(amount)::bigint <= amount;
 
--- AttemptReleaseRefund gives a FAILED refund's amount back.
--- name: AttemptReleaseRefund :execrows
+-- AttemptReleaseRefund gives a FAILED refund's amount back and returns the
+-- payment's amount_refunded; no row when less is reserved.
+-- name: AttemptReleaseRefund :one
 UPDATE payment_attempts
 SET amount_reserved = amount_reserved - sqlc.arg(amount)::bigint, updated_at = now()
-WHERE id = sqlc.arg(id) AND amount_reserved >= sqlc.arg(amount)::bigint;
+WHERE id = sqlc.arg(id) AND amount_reserved >= sqlc.arg(amount)::bigint
+RETURNING amount_refunded;
 
--- AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded.
--- name: AttemptAddRefunded :execrows
+-- AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded and
+-- returns the payment's amount_refunded afterwards; no row when more than
+-- is reserved.
+-- name: AttemptAddRefunded :one
 UPDATE payment_attempts
 SET amount_refunded = amount_refunded + sqlc.arg(amount)::bigint, updated_at = now()
-WHERE id = sqlc.arg(id) AND amount_refunded + sqlc.arg(amount)::bigint <= amount_reserved;
+WHERE id = sqlc.arg(id) AND amount_refunded + sqlc.arg(amount)::bigint <= amount_reserved
+RETURNING amount_refunded;
 
 -- AttemptListPage is one page of a tenant's payments, newest first (equal
 -- created_at by id, descending), optionally of one order, after the cursor

@@ -71,11 +71,19 @@ UPDATE idempotency_keys
 SET locked_until = NULL, updated_at = now()
 WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
 
+-- IdemKeyGetByAttempt and IdemKeyGetByRefund read what a takeover of the
+-- key of a payment or a refund needs, as IdemKeyGet judges it.
 -- name: IdemKeyGetByAttempt :one
-SELECT tenant_id, key FROM idempotency_keys WHERE attempt_id = $1;
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE attempt_id = $1;
 
 -- name: IdemKeyGetByRefund :one
-SELECT tenant_id, key FROM idempotency_keys WHERE refund_id = $1;
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE refund_id = $1;
 
 -- IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
 -- refund is final (SUCCEEDED or FAILED: nothing can change them any more, so

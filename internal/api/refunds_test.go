@@ -292,3 +292,28 @@ func (b *bundle) ids(sql string, args ...any) []string {
 	b.t.Helper()
 	return testdb.Strings[string](b.t.Context(), b.t, b.pool, sql, args...)
 }
+
+// TestRefundedEventCarriesThePaymentsAmountRefunded: each PaymentRefunded
+// event carries the payment's amount_refunded as its refund left it.
+func TestRefundedEventCarriesThePaymentsAmountRefunded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.paid("o-1", 1000)
+	r := b.refund(b.a, id, "r-1", `{"amount":300}`)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+	r = b.refund(b.a, id, "r-2", `{}`)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+
+	rows, err := b.pool.Query(b.t.Context(),
+		`SELECT (payload->>'amount')::bigint, (payload->>'amount_refunded')::bigint FROM outbox
+		 WHERE type = 'PaymentRefunded' AND payment_id = $1 ORDER BY 2`, id)
+	require.NoError(t, err)
+	var got [][2]int64
+	for rows.Next() {
+		var amount, refunded int64
+		require.NoError(t, rows.Scan(&amount, &refunded))
+		got = append(got, [2]int64{amount, refunded})
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, [][2]int64{{300, 300}, {700, 1000}}, got)
+}

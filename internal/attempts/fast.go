@@ -107,7 +107,7 @@ func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenan
 
 // take keeps a queued statement's row; no row is not an error.
 func (q *Queued) take(row db.PaymentAttempt, err error) error {
-	if errors.Is(err, db.ErrNotFound) || errors.Is(db.Translate(err), db.ErrNotFound) {
+	if errors.Is(db.Translate(err), db.ErrNotFound) { // Translate keeps an ErrNotFound as it is
 		return nil
 	}
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/acme/paymentsvc/internal/db"
 )
 
@@ -63,24 +65,28 @@ func ReserveRefund(ctx context.Context, tx db.DBTX, tenantID, paymentID string, 
 	return Reservation{Payment: a, Amount: want}, nil
 }
 
-// ReleaseRefund gives back the reservation of a refund that FAILED.
-func ReleaseRefund(ctx context.Context, tx db.DBTX, paymentID string, amount int64) error {
-	n, err := db.Q.AttemptReleaseRefund(ctx, tx, db.AttemptReleaseRefundParams{ID: paymentID, Amount: amount})
-	if err == nil && n != 1 {
+// ReleaseRefund gives back the reservation of a refund that FAILED and
+// returns the payment's amount_refunded (unchanged by it).
+func ReleaseRefund(ctx context.Context, tx db.DBTX, paymentID string, amount int64) (int64, error) {
+	refunded, err := db.Q.AttemptReleaseRefund(ctx, tx, db.AttemptReleaseRefundParams{ID: paymentID, Amount: amount})
+	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("release %d of %s: less is reserved", amount, paymentID)
 	}
-	return translate(err)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return refunded, nil
 }
 
 // AddRefunded counts the amount of a refund that SUCCEEDED as refunded and
-// returns the payment as it is afterwards.
-func AddRefunded(ctx context.Context, tx db.DBTX, paymentID string, amount int64) (Attempt, error) {
-	n, err := db.Q.AttemptAddRefunded(ctx, tx, db.AttemptAddRefundedParams{ID: paymentID, Amount: amount})
-	if err == nil && n != 1 {
+// returns the payment's amount_refunded afterwards.
+func AddRefunded(ctx context.Context, tx db.DBTX, paymentID string, amount int64) (int64, error) {
+	refunded, err := db.Q.AttemptAddRefunded(ctx, tx, db.AttemptAddRefundedParams{ID: paymentID, Amount: amount})
+	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("refunded %d of %s: more than is reserved", amount, paymentID)
 	}
 	if err != nil {
-		return Attempt{}, translate(err)
+		return 0, translate(err)
 	}
-	return Get(ctx, tx, paymentID)
+	return refunded, nil
 }

@@ -38,10 +38,11 @@ func (q *Queries) AnomalyInsert(ctx context.Context, db DBTX, arg AnomalyInsertP
 	return err
 }
 
-const attemptAddRefunded = `-- name: AttemptAddRefunded :execrows
+const attemptAddRefunded = `-- name: AttemptAddRefunded :one
 UPDATE payment_attempts
 SET amount_refunded = amount_refunded + $1::bigint, updated_at = now()
 WHERE id = $2 AND amount_refunded + $1::bigint <= amount_reserved
+RETURNING amount_refunded
 `
 
 type AttemptAddRefundedParams struct {
@@ -49,13 +50,14 @@ type AttemptAddRefundedParams struct {
 	ID     string
 }
 
-// AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded.
+// AttemptAddRefunded counts a SUCCEEDED refund's amount as refunded and
+// returns the payment's amount_refunded afterwards; no row when more than
+// is reserved.
 func (q *Queries) AttemptAddRefunded(ctx context.Context, db DBTX, arg AttemptAddRefundedParams) (int64, error) {
-	result, err := db.Exec(ctx, attemptAddRefunded, arg.Amount, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := db.QueryRow(ctx, attemptAddRefunded, arg.Amount, arg.ID)
+	var amount_refunded int64
+	err := row.Scan(&amount_refunded)
+	return amount_refunded, err
 }
 
 const attemptBacklogByStatus = `-- name: AttemptBacklogByStatus :many
@@ -794,10 +796,11 @@ func (q *Queries) AttemptQuietFor(ctx context.Context, db DBTX, arg AttemptQuiet
 	return quiet, err
 }
 
-const attemptReleaseRefund = `-- name: AttemptReleaseRefund :execrows
+const attemptReleaseRefund = `-- name: AttemptReleaseRefund :one
 UPDATE payment_attempts
 SET amount_reserved = amount_reserved - $1::bigint, updated_at = now()
 WHERE id = $2 AND amount_reserved >= $1::bigint
+RETURNING amount_refunded
 `
 
 type AttemptReleaseRefundParams struct {
@@ -805,13 +808,13 @@ type AttemptReleaseRefundParams struct {
 	ID     string
 }
 
-// AttemptReleaseRefund gives a FAILED refund's amount back.
+// AttemptReleaseRefund gives a FAILED refund's amount back and returns the
+// payment's amount_refunded; no row when less is reserved.
 func (q *Queries) AttemptReleaseRefund(ctx context.Context, db DBTX, arg AttemptReleaseRefundParams) (int64, error) {
-	result, err := db.Exec(ctx, attemptReleaseRefund, arg.Amount, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := db.QueryRow(ctx, attemptReleaseRefund, arg.Amount, arg.ID)
+	var amount_refunded int64
+	err := row.Scan(&amount_refunded)
+	return amount_refunded, err
 }
 
 const attemptReserveRefund = `-- name: AttemptReserveRefund :execrows

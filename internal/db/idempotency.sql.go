@@ -162,34 +162,60 @@ func (q *Queries) IdemKeyGet(ctx context.Context, db DBTX, arg IdemKeyGetParams)
 }
 
 const idemKeyGetByAttempt = `-- name: IdemKeyGetByAttempt :one
-SELECT tenant_id, key FROM idempotency_keys WHERE attempt_id = $1
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE attempt_id = $1
 `
 
 type IdemKeyGetByAttemptRow struct {
-	TenantID string
-	Key      string
+	TenantID  string
+	Key       string
+	LockToken int64
+	Completed bool
+	Locked    bool
 }
 
+// IdemKeyGetByAttempt and IdemKeyGetByRefund read what a takeover of the
+// key of a payment or a refund needs, as IdemKeyGet judges it.
 func (q *Queries) IdemKeyGetByAttempt(ctx context.Context, db DBTX, attemptID *string) (IdemKeyGetByAttemptRow, error) {
 	row := db.QueryRow(ctx, idemKeyGetByAttempt, attemptID)
 	var i IdemKeyGetByAttemptRow
-	err := row.Scan(&i.TenantID, &i.Key)
+	err := row.Scan(
+		&i.TenantID,
+		&i.Key,
+		&i.LockToken,
+		&i.Completed,
+		&i.Locked,
+	)
 	return i, err
 }
 
 const idemKeyGetByRefund = `-- name: IdemKeyGetByRefund :one
-SELECT tenant_id, key FROM idempotency_keys WHERE refund_id = $1
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE refund_id = $1
 `
 
 type IdemKeyGetByRefundRow struct {
-	TenantID string
-	Key      string
+	TenantID  string
+	Key       string
+	LockToken int64
+	Completed bool
+	Locked    bool
 }
 
 func (q *Queries) IdemKeyGetByRefund(ctx context.Context, db DBTX, refundID *string) (IdemKeyGetByRefundRow, error) {
 	row := db.QueryRow(ctx, idemKeyGetByRefund, refundID)
 	var i IdemKeyGetByRefundRow
-	err := row.Scan(&i.TenantID, &i.Key)
+	err := row.Scan(
+		&i.TenantID,
+		&i.Key,
+		&i.LockToken,
+		&i.Completed,
+		&i.Locked,
+	)
 	return i, err
 }
 

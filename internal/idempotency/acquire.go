@@ -193,34 +193,27 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 // a final response, or was taken by someone else first.
 func TakeOverForAttempt(ctx context.Context, pool *db.Pool, cfg Config, attemptID string) (lock Lock, ok bool, err error) {
 	k, err := db.Q.IdemKeyGetByAttempt(ctx, pool, &attemptID)
-	return takeOverKey(ctx, pool, cfg, attemptID, k.TenantID, k.Key, err)
+	return takeOverKey(ctx, pool, cfg, attemptID, k, err)
 }
 
 // TakeOverForRefund is TakeOverForAttempt for the key of refundID.
 func TakeOverForRefund(ctx context.Context, pool *db.Pool, cfg Config, refundID string) (lock Lock, ok bool, err error) {
 	k, err := db.Q.IdemKeyGetByRefund(ctx, pool, &refundID)
-	return takeOverKey(ctx, pool, cfg, refundID, k.TenantID, k.Key, err)
+	return takeOverKey(ctx, pool, cfg, refundID, db.IdemKeyGetByAttemptRow(k), err)
 }
 
-// takeOverKey takes over (tenantID, key), the key of id that a lookup found
-// (or failed to find with lookupErr).
-func takeOverKey(ctx context.Context, pool *db.Pool, cfg Config, id, tenantID, key string, lookupErr error) (Lock, bool, error) {
+// takeOverKey takes over k, the key of id as a lookup read it (or failed to
+// find it with lookupErr).
+func takeOverKey(ctx context.Context, pool *db.Pool, cfg Config, id string, k db.IdemKeyGetByAttemptRow, lookupErr error) (Lock, bool, error) {
 	if err := db.Translate(lookupErr); errors.Is(err, db.ErrNotFound) {
 		return Lock{}, false, nil
 	} else if err != nil {
 		return Lock{}, false, fmt.Errorf("read key of %s: %w", id, err)
 	}
-	row, err := db.Q.IdemKeyGet(ctx, pool, db.IdemKeyGetParams{TenantID: tenantID, Key: key})
-	if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
+	if k.Completed || k.Locked {
 		return Lock{}, false, nil
 	}
-	if err != nil {
-		return Lock{}, false, err
-	}
-	if row.ResponseCode != nil || row.Locked {
-		return Lock{}, false, nil
-	}
-	return takeover(ctx, pool, cfg, tenantID, key, row.LockToken)
+	return takeover(ctx, pool, cfg, k.TenantID, k.Key, k.LockToken)
 }
 
 func nonEmpty(s string) *string {

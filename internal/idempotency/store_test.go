@@ -366,3 +366,25 @@ func TestDeleteExpiredSkipsAKeyARequestHolds(t *testing.T) {
 	require.Equal(t, 1, n, "completed, it goes")
 	require.Zero(t, b.keyRows(held.IdempotencyKey))
 }
+
+// TestTakeOverForAttemptPassesOverAFinishedOrMissingKey: a key that holds a
+// final response, and an attempt with no key, are taken by nobody.
+func TestTakeOverForAttemptPassesOverAFinishedOrMissingKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.mustAcquire(longLock, "k", "o-1", fingerprint("req"))
+	done, err := idempotency.Complete(t.Context(), b.pool, first.Lock, 201, []byte(`{}`))
+	require.NoError(t, err)
+	require.True(t, done)
+
+	_, ok, err := idempotency.TakeOverForAttempt(t.Context(), b.pool, shortLock, first.AttemptID)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, ok, err = idempotency.TakeOverForAttempt(t.Context(), b.pool, shortLock, "pay_none")
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, ok, err = idempotency.TakeOverForRefund(t.Context(), b.pool, shortLock, "rfd_none")
+	require.NoError(t, err)
+	require.False(t, ok)
+}

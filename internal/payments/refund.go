@@ -35,11 +35,14 @@ type RefundInput struct {
 // payment and inserts the refund in its transaction; a refusal there (no
 // such payment, not refundable, more than the rest) keeps nothing.
 func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
-	var created refunds.Refund
+	var (
+		created refunds.Refund
+		paid    attempts.Attempt // created's payment, as its reservation read it
+	)
 	res, err := idempotency.AcquireForRefund(ctx, s.pool, s.cfg.keys(), in.TenantID, in.IdempotencyKey, in.Fingerprint,
 		refunds.NewID(), func(ctx context.Context, tx pgx.Tx, refundID string) error {
 			var err error
-			created, err = refunds.Create(ctx, tx, refunds.New{
+			created, paid, err = refunds.Create(ctx, tx, refunds.New{
 				ID: refundID, TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey,
 				Amount: in.Amount, Reason: in.Reason, Metadata: in.Metadata,
 			})
@@ -64,7 +67,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	if res.Created {
 		k.counted(lifecycle.Created, lifecycle.SourceAPI)
 		failpoint.Hit(failpoint.RefundAfterKeyAcquired)
-		sub, err = k.subjectOf(context.WithoutCancel(ctx), s.pool, created)
+		sub = refundSubject(created, paid)
 	} else {
 		// A takeover: resume from the refund's committed status.
 		sub, err = k.load(context.WithoutCancel(ctx), s.pool, res.RefundID)
@@ -94,6 +97,11 @@ func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (
 	if err != nil {
 		return subject{}, err
 	}
+	return refundSubject(r, p), nil
+}
+
+// refundSubject is refund r of payment p as the flow sees it.
+func refundSubject(r refunds.Refund, p attempts.Attempt) subject {
 	rec := refundRecord{Refund: r}
 	if p.ProviderChargeID != nil {
 		rec.chargeID = *p.ProviderChargeID
@@ -102,7 +110,7 @@ func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (
 	if r.ProviderRefundID != nil {
 		sub.providerID = *r.ProviderRefundID
 	}
-	return sub, nil
+	return sub
 }
 
 func (k refundsKind) load(ctx context.Context, q db.DBTX, id string) (subject, error) {

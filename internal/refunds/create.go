@@ -22,18 +22,19 @@ type New struct {
 
 // Create reserves the refund's amount on its payment and inserts the refund
 // in CREATED with its first audit row, all in the caller's transaction (the
-// idempotency key's). The reservation may refuse it: attempts.ErrNotFound,
+// idempotency key's), and returns it with its payment as the reservation
+// read it. The reservation may refuse it: attempts.ErrNotFound,
 // attempts.ErrNotRefundable or *attempts.ExceedsError, and then nothing is
 // kept.
-func Create(ctx context.Context, tx db.DBTX, n New) (Refund, error) {
+func Create(ctx context.Context, tx db.DBTX, n New) (Refund, attempts.Attempt, error) {
 	res, err := attempts.ReserveRefund(ctx, tx, n.TenantID, n.PaymentID, n.Amount)
 	if err != nil {
-		return Refund{}, err
+		return Refund{}, attempts.Attempt{}, err
 	}
 	meta := json.RawMessage(`{}`)
 	if len(n.Metadata) > 0 {
 		if meta, err = json.Marshal(n.Metadata); err != nil {
-			return Refund{}, err
+			return Refund{}, attempts.Attempt{}, err
 		}
 	}
 	row, err := db.Q.RefundInsert(ctx, tx, db.RefundInsertParams{
@@ -42,13 +43,13 @@ func Create(ctx context.Context, tx db.DBTX, n New) (Refund, error) {
 		Provider: res.Payment.ProviderName(),
 	})
 	if err != nil {
-		return Refund{}, translate(err)
+		return Refund{}, attempts.Attempt{}, translate(err)
 	}
 	err = db.Q.RefundEventInsert(ctx, tx, db.RefundEventInsertParams{
 		RefundID: row.ID, ToStatus: string(lifecycle.Created), Source: string(lifecycle.SourceAPI), Reason: "created",
 	})
 	if err != nil {
-		return Refund{}, err
+		return Refund{}, attempts.Attempt{}, err
 	}
-	return fromRow(row), nil
+	return fromRow(row), res.Payment, nil
 }

@@ -74,23 +74,19 @@ func settleAmount(ctx context.Context, tx db.DBTX, r Refund) error {
 	var (
 		typ      string
 		refunded int64
+		err      error
 	)
 	switch r.Status {
 	case lifecycle.Succeeded:
-		p, err := attempts.AddRefunded(ctx, tx, r.PaymentID, r.Amount)
-		if err != nil {
+		if refunded, err = attempts.AddRefunded(ctx, tx, r.PaymentID, r.Amount); err != nil {
 			return err
 		}
-		typ, refunded = outbox.TypePaymentRefunded, p.AmountRefunded
+		typ = outbox.TypePaymentRefunded
 	case lifecycle.Failed:
-		if err := attempts.ReleaseRefund(ctx, tx, r.PaymentID, r.Amount); err != nil {
+		if refunded, err = attempts.ReleaseRefund(ctx, tx, r.PaymentID, r.Amount); err != nil {
 			return err
 		}
-		p, err := attempts.Get(ctx, tx, r.PaymentID)
-		if err != nil {
-			return err
-		}
-		typ, refunded = outbox.TypePaymentRefundFailed, p.AmountRefunded
+		typ = outbox.TypePaymentRefundFailed
 	default:
 		return nil
 	}
