@@ -73,6 +73,11 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	}
 }
 
+// ProviderVar is the variable that overrides setting prefix for provider
+// name: prefix_<NAME>, the name in upper case (PROVIDER_API_KEY_<NAME> here,
+// WEBHOOK_SECRETS_<NAME> in internal/server/config.go).
+func ProviderVar(prefix, name string) string { return prefix + "_" + strings.ToUpper(name) }
+
 // providerNameRE is what a provider's name may be (it is also a path
 // segment of its webhooks and part of variable names).
 var providerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
@@ -82,7 +87,7 @@ var providerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // PROVIDER_API_KEY_<NAME> (name in upper case) if set, else defaultKey.
 func parseProviders(raw, defaultURL, defaultKey string, lookup func(string) (string, bool)) ([]ProviderSetting, error) {
 	key := func(name string) string {
-		if k, ok := lookup("PROVIDER_API_KEY_" + strings.ToUpper(name)); ok {
+		if k, ok := lookup(ProviderVar("PROVIDER_API_KEY", name)); ok {
 			return k
 		}
 		return defaultKey
