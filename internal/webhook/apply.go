@@ -124,23 +124,34 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{}, err
 	}
 	res := result{attemptID: a.ID}
-	switch {
-	case wrong:
+	if wrong {
 		// Whatever this provider says of a payment that is not at it
 		// changes nothing.
 		res.outcome = outcomeAnomaly
 		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &a, "the payment is at provider "+a.ProviderName()))
+		return res, err
+	}
+	err = settle(&res, moved, v, func(reason string) error {
+		return attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, reason))
+	})
+	return res, err
+}
+
+// settle sets the outcome of an event decided (v) on a locked row: applied
+// when the row moved, an anomaly (recorded by conflict) when the event
+// contradicts it, else noop: verdictNoop, or a move that Update found is no
+// edge (cannot happen while decide checks edges on the locked row).
+func settle(res *result, moved bool, v verdict, conflict func(reason string) error) error {
+	switch {
 	case moved:
 		res.outcome, res.moved = outcomeApplied, v.to
 	case v.kind == verdictConflict:
 		res.outcome = outcomeAnomaly
-		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, v.reason))
+		return conflict(v.reason)
 	default:
-		// verdictNoop, or a move that Update found is no edge (cannot happen
-		// while decide checks edges on the locked row): nothing changed.
 		res.outcome = outcomeNoop
 	}
-	return res, err
+	return nil
 }
 
 // applyRefund makes our refund agree with a refund.succeeded event, or
@@ -174,15 +185,9 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{}, err
 	}
 	res := result{attemptID: r.PaymentID, refundID: r.ID}
-	switch {
-	case moved:
-		res.outcome, res.moved = outcomeApplied, v.to
-	case v.kind == verdictConflict:
-		res.outcome = outcomeAnomaly
-		err = attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyConflictingReport, ev, &r, v.reason))
-	default:
-		res.outcome = outcomeNoop
-	}
+	err = settle(&res, moved, v, func(reason string) error {
+		return attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyConflictingReport, ev, &r, reason))
+	})
 	return res, err
 }
 
