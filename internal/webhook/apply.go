@@ -42,9 +42,10 @@ type result struct {
 	attemptID string
 	refundID  string          // the refund a refund event was about, when found
 	moved     attempts.Status // the status the attempt (or refund) moved to, when applied
-	// syncRefunds asks the handler, after the commit, to sync this payment's
-	// unresolved refunds (a charge.refunded event names none of them).
-	syncRefunds string
+	// syncRefunds asks the handler, after the commit, to sync the unresolved
+	// refunds of payment attemptID (a charge.refunded event names none of
+	// them).
+	syncRefunds bool
 }
 
 // process records ev and applies it, all in one transaction: the event row
@@ -96,7 +97,7 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		// charges have no payment: nothing to do).
 		res := result{outcome: outcomeNoop}
 		if ok && found.ProviderName() == ev.provider {
-			res.attemptID, res.syncRefunds = found.ID, found.ID
+			res.attemptID, res.syncRefunds = found.ID, true
 		}
 		return res, nil
 	}
