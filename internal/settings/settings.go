@@ -33,11 +33,9 @@ const DefaultProviderName = "sim"
 
 // Shared are the settings both binaries read.
 type Shared struct {
-	DatabaseURL    string
-	ProviderURL    string
-	ProviderAPIKey string
+	DatabaseURL string
 	// Providers are the providers in their default routing order: PROVIDERS,
-	// or the single DefaultProviderName at ProviderURL.
+	// or the single DefaultProviderName at PROVIDER_URL.
 	Providers       []ProviderSetting
 	providersErr    error
 	LockTTL         time.Duration
@@ -64,8 +62,7 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY")
 	return func() Shared {
 		c := Shared{
-			DatabaseURL: *dbURL, ProviderURL: *provURL, ProviderAPIKey: *provKey,
-			LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
+			DatabaseURL: *dbURL, LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
 			BreakerFailures: *failures, BreakerCooldown: *cooldown,
 		}
 		c.Providers, c.providersErr = parseProviders(*providers, *provURL, *provKey, s.Lookup)

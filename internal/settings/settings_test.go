@@ -16,3 +16,15 @@ func TestProviderVarOverridesTheKeyOfOneProvider(t *testing.T) {
 		t.Fatalf("providers = %+v", ps)
 	}
 }
+
+func TestWithoutProvidersTheOneProviderIsAtProviderURL(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	ps, err := parseProviders("", "http://d.example", "sk_default", none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ProviderSetting{Name: DefaultProviderName, URL: "http://d.example", APIKey: "sk_default"}
+	if len(ps) != 1 || ps[0] != want {
+		t.Fatalf("providers = %+v", ps)
+	}
+}
