@@ -48,16 +48,18 @@ func (s *server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			nameSpan(ctx, r.Method, route, fields)
-			elapsed := time.Since(start)
 			method := methodLabel(r.Method)
+			nameSpan(ctx, method, route, fields)
+			elapsed := time.Since(start)
 			metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
 			metrics.HTTPDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
-			attrs := []slog.Attr{
+			// Room for the two optional fields: appending them never copies.
+			attrs := make([]slog.Attr, 0, 8)
+			attrs = append(attrs,
 				slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
 				slog.String("path", r.URL.Path), slog.Int("status", rec.status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-			}
+			)
 			if fields.TenantID != "" {
 				attrs = append(attrs, slog.String("tenant_id", fields.TenantID))
 			}
@@ -72,7 +74,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 
 // nameSpan names the request's span (tracing on) after its route and adds
 // what the handlers learnt: the tenant and the payment. Never the API key,
-// secrets or the body.
+// secrets or the body. method is the method's label (methodLabel).
 func nameSpan(ctx context.Context, method, route string, f *reqlog.Fields) {
 	if !tracing.Enabled() {
 		return
@@ -91,7 +93,7 @@ func nameSpan(ctx context.Context, method, route string, f *reqlog.Fields) {
 	if f.PaymentID != "" {
 		attrs = append(attrs, tracing.AttrPaymentID.String(f.PaymentID))
 	}
-	tracing.NameRequest(span, methodLabel(method), route, attrs...)
+	tracing.NameRequest(span, method, route, attrs...)
 }
 
 // standardMethods are the methods a metric label may name (RFC 9110's and

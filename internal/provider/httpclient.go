@@ -133,24 +133,34 @@ func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge,
 // ChargeByKey makes one GET /v1/charges?idempotency_key=key. A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
 func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
+	return getByKey(ctx, s, "/v1/charges", key, "charge", func(ch Charge) bool {
+		return ch.ID != "" && ch.IdempotencyKey == key
+	})
+}
+
+// getByKey makes one GET path?idempotency_key=key and decodes the object of
+// the answer; ours says whether it is the object of key (else the answer is
+// KindBadResponse: "200 without the <what> of our key").
+func getByKey[T any](ctx context.Context, s *HTTPClient, path, key, what string, ours func(T) bool) (T, error) {
+	var zero T
 	if key == "" {
-		return Charge{}, errEmptyKey
+		return zero, errEmptyKey
 	}
-	resp, err := s.do(ctx, opLookup, http.MethodGet, "/v1/charges", url.Values{"idempotency_key": {key}}, "", nil)
+	resp, err := s.do(ctx, opLookup, http.MethodGet, path, url.Values{"idempotency_key": {key}}, "", nil)
 	if err != nil {
-		return Charge{}, err
+		return zero, err
 	}
 	if resp.status != http.StatusOK {
-		return Charge{}, resp.statusError(opLookup)
+		return zero, resp.statusError(opLookup)
 	}
-	var ch Charge
-	if err := resp.decode(opLookup, &ch); err != nil {
-		return Charge{}, err
+	var v T
+	if err := resp.decode(opLookup, &v); err != nil {
+		return zero, err
 	}
-	if ch.ID == "" || ch.IdempotencyKey != key {
-		return Charge{}, resp.bad(opLookup, "200 without the charge of our key")
+	if !ours(v) {
+		return zero, resp.bad(opLookup, "200 without the "+what+" of our key")
 	}
-	return ch, nil
+	return v, nil
 }
 
 // ListCharges makes one GET /v1/charges?created_gte=&created_lt=&limit=
@@ -226,24 +236,9 @@ func (s *HTTPClient) PostRefund(ctx context.Context, req RefundRequest) (Refund,
 // RefundByKey makes one GET /v1/refunds?idempotency_key=key. A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
 func (s *HTTPClient) RefundByKey(ctx context.Context, key string) (Refund, error) {
-	if key == "" {
-		return Refund{}, errEmptyKey
-	}
-	resp, err := s.do(ctx, opLookup, http.MethodGet, "/v1/refunds", url.Values{"idempotency_key": {key}}, "", nil)
-	if err != nil {
-		return Refund{}, err
-	}
-	if resp.status != http.StatusOK {
-		return Refund{}, resp.statusError(opLookup)
-	}
-	var re Refund
-	if err := resp.decode(opLookup, &re); err != nil {
-		return Refund{}, err
-	}
-	if re.ID == "" || re.IdempotencyKey != key {
-		return Refund{}, resp.bad(opLookup, "200 without the refund of our key")
-	}
-	return re, nil
+	return getByKey(ctx, s, "/v1/refunds", key, "refund", func(re Refund) bool {
+		return re.ID != "" && re.IdempotencyKey == key
+	})
 }
 
 // ceilUnix is the first whole second at or after t. Charges carry whole

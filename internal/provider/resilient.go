@@ -174,30 +174,29 @@ func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error)
 	if key == "" {
 		return Charge{}, errEmptyKey
 	}
-	var ch Charge
-	_, _, err := r.run(ctx, opLookup, func(ctx context.Context) error {
-		var err error
-		ch, err = r.inner.ChargeByKey(ctx, key)
-		return err
-	})
-	if err != nil {
-		return Charge{}, err
-	}
-	return ch, nil
+	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.ChargeByKey(ctx, key) })
 }
 
 // ListCharges returns one page of the charges created in [q.From, q.To).
 func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
-	var page ChargePage
-	_, _, err := r.run(ctx, opList, func(ctx context.Context) error {
+	return read(ctx, r, opList, func(ctx context.Context) (ChargePage, error) { return r.inner.ListCharges(ctx, q) })
+}
+
+// read makes a call that changes nothing at the provider (a lookup or a
+// list) with r's timeouts, retries and breaker, and returns its answer (the
+// zero value with the error).
+func read[T any](ctx context.Context, r *Resilient, op string, call func(context.Context) (T, error)) (T, error) {
+	var v T
+	_, _, err := r.run(ctx, op, func(ctx context.Context) error {
 		var err error
-		page, err = r.inner.ListCharges(ctx, q)
+		v, err = call(ctx)
 		return err
 	})
 	if err != nil {
-		return ChargePage{}, err
+		var zero T
+		return zero, err
 	}
-	return page, nil
+	return v, nil
 }
 
 // CreateRefund refunds a charge, retrying under the same idempotency key (the
@@ -232,16 +231,7 @@ func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error)
 	if key == "" {
 		return Refund{}, errEmptyKey
 	}
-	var re Refund
-	_, _, err := r.run(ctx, opLookup, func(ctx context.Context) error {
-		var err error
-		re, err = r.inner.RefundByKey(ctx, key)
-		return err
-	})
-	if err != nil {
-		return Refund{}, err
-	}
-	return re, nil
+	return read(ctx, r, opLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
 }
 
 // refusal is a call the breaker did not let through.

@@ -159,16 +159,6 @@ func (l *Limiter) drop(e *list.Element) {
 	l.lru.Remove(e)
 }
 
-// Len is the number of buckets kept.
-func (l *Limiter) Len() int {
-	if l == nil {
-		return 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.buckets)
-}
-
 // RetryAfterSeconds is wait as a Retry-After value: whole seconds, rounded
 // up, at least 1.
 func RetryAfterSeconds(wait time.Duration) int {

@@ -72,7 +72,7 @@ func Flags(s *envflag.Set) func() Config {
 		}
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets
-			if own, ok := s.Lookup("WEBHOOK_SECRETS_" + strings.ToUpper(p.Name)); ok {
+			if own, ok := s.Lookup(settings.ProviderVar("WEBHOOK_SECRETS", p.Name)); ok {
 				c.ProviderWebhookSecrets[p.Name] = splitSecrets(own)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/ratelimit"
+	"github.com/acme/paymentsvc/internal/settings"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/tracing"
 	"github.com/acme/paymentsvc/internal/webhook"
@@ -33,7 +33,7 @@ func (c Config) Validate() error {
 	}
 	for name, secrets := range c.ProviderWebhookSecrets {
 		if len(secrets) == 0 {
-			return fmt.Errorf("WEBHOOK_SECRETS_%s (or WEBHOOK_SECRETS) must name at least one secret", strings.ToUpper(name))
+			return fmt.Errorf("%s (or WEBHOOK_SECRETS) must name at least one secret", settings.ProviderVar("WEBHOOK_SECRETS", name))
 		}
 	}
 	if len(c.WebhookSecrets) == 0 {

@@ -33,11 +33,9 @@ const DefaultProviderName = "sim"
 
 // Shared are the settings both binaries read.
 type Shared struct {
-	DatabaseURL    string
-	ProviderURL    string
-	ProviderAPIKey string
+	DatabaseURL string
 	// Providers are the providers in their default routing order: PROVIDERS,
-	// or the single DefaultProviderName at ProviderURL.
+	// or the single DefaultProviderName at PROVIDER_URL.
 	Providers       []ProviderSetting
 	providersErr    error
 	LockTTL         time.Duration
@@ -64,14 +62,18 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY")
 	return func() Shared {
 		c := Shared{
-			DatabaseURL: *dbURL, ProviderURL: *provURL, ProviderAPIKey: *provKey,
-			LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
+			DatabaseURL: *dbURL, LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
 			BreakerFailures: *failures, BreakerCooldown: *cooldown,
 		}
 		c.Providers, c.providersErr = parseProviders(*providers, *provURL, *provKey, s.Lookup)
 		return c
 	}
 }
+
+// ProviderVar is the variable that overrides setting prefix for provider
+// name: prefix_<NAME>, the name in upper case (PROVIDER_API_KEY_<NAME> here,
+// WEBHOOK_SECRETS_<NAME> in internal/server/config.go).
+func ProviderVar(prefix, name string) string { return prefix + "_" + strings.ToUpper(name) }
 
 // providerNameRE is what a provider's name may be (it is also a path
 // segment of its webhooks and part of variable names).
@@ -82,7 +84,7 @@ var providerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // PROVIDER_API_KEY_<NAME> (name in upper case) if set, else defaultKey.
 func parseProviders(raw, defaultURL, defaultKey string, lookup func(string) (string, bool)) ([]ProviderSetting, error) {
 	key := func(name string) string {
-		if k, ok := lookup("PROVIDER_API_KEY_" + strings.ToUpper(name)); ok {
+		if k, ok := lookup(ProviderVar("PROVIDER_API_KEY", name)); ok {
 			return k
 		}
 		return defaultKey

@@ -137,10 +137,3 @@ func (c *Cache) put(store func()) {
 	}
 	store()
 }
-
-// Len is the number of answers kept (known and unknown keys).
-func (c *Cache) Len() (known, unknown int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.known), len(c.unknown)
-}

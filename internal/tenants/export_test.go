@@ -12,3 +12,10 @@ func (c *Cache) Sweeps() int {
 	defer c.mu.Unlock()
 	return c.sweeps
 }
+
+// Len is the number of answers kept (known and unknown keys).
+func (c *Cache) Len() (known, unknown int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.known), len(c.unknown)
+}

@@ -42,9 +42,10 @@ type result struct {
 	attemptID string
 	refundID  string          // the refund a refund event was about, when found
 	moved     attempts.Status // the status the attempt (or refund) moved to, when applied
-	// syncRefunds asks the handler, after the commit, to sync this payment's
-	// unresolved refunds (a charge.refunded event names none of them).
-	syncRefunds string
+	// syncRefunds asks the handler, after the commit, to sync the unresolved
+	// refunds of payment attemptID (a charge.refunded event names none of
+	// them).
+	syncRefunds bool
 }
 
 // process records ev and applies it, all in one transaction: the event row
@@ -96,7 +97,7 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		// charges have no payment: nothing to do).
 		res := result{outcome: outcomeNoop}
 		if ok && found.ProviderName() == ev.provider {
-			res.attemptID, res.syncRefunds = found.ID, found.ID
+			res.attemptID, res.syncRefunds = found.ID, true
 		}
 		return res, nil
 	}
@@ -124,23 +125,34 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{}, err
 	}
 	res := result{attemptID: a.ID}
-	switch {
-	case wrong:
+	if wrong {
 		// Whatever this provider says of a payment that is not at it
 		// changes nothing.
 		res.outcome = outcomeAnomaly
 		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyWrongProvider, ev, &a, "the payment is at provider "+a.ProviderName()))
+		return res, err
+	}
+	err = settle(&res, moved, v, func(reason string) error {
+		return attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, reason))
+	})
+	return res, err
+}
+
+// settle sets the outcome of an event decided (v) on a locked row: applied
+// when the row moved, an anomaly (recorded by conflict) when the event
+// contradicts it, else noop: verdictNoop, or a move that Update found is no
+// edge (cannot happen while decide checks edges on the locked row).
+func settle(res *result, moved bool, v verdict, conflict func(reason string) error) error {
+	switch {
 	case moved:
 		res.outcome, res.moved = outcomeApplied, v.to
 	case v.kind == verdictConflict:
 		res.outcome = outcomeAnomaly
-		err = attempts.RecordAnomaly(ctx, tx, anomaly(anomalyConflictingReport, ev, &a, v.reason))
+		return conflict(v.reason)
 	default:
-		// verdictNoop, or a move that Update found is no edge (cannot happen
-		// while decide checks edges on the locked row): nothing changed.
 		res.outcome = outcomeNoop
 	}
-	return res, err
+	return nil
 }
 
 // applyRefund makes our refund agree with a refund.succeeded event, or
@@ -174,15 +186,9 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return result{}, err
 	}
 	res := result{attemptID: r.PaymentID, refundID: r.ID}
-	switch {
-	case moved:
-		res.outcome, res.moved = outcomeApplied, v.to
-	case v.kind == verdictConflict:
-		res.outcome = outcomeAnomaly
-		err = attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyConflictingReport, ev, &r, v.reason))
-	default:
-		res.outcome = outcomeNoop
-	}
+	err = settle(&res, moved, v, func(reason string) error {
+		return attempts.RecordAnomaly(ctx, tx, refundAnomaly(anomalyConflictingReport, ev, &r, reason))
+	})
 	return res, err
 }
 

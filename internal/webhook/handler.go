@@ -128,8 +128,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case res.moved != "":
 		metrics.AttemptTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
 	}
-	if res.syncRefunds != "" {
-		h.syncRefunds(r.Context(), res.syncRefunds)
+	if res.syncRefunds {
+		h.syncRefunds(r.Context(), res.attemptID)
 	}
 	h.log.Info("webhook received", "request_id", reqlog.From(r.Context()).RequestID, "event_id", ev.ID, "type", ev.Type,
 		"charge_id", ev.chargeID(), "payment_id", res.attemptID, "refund_id", res.refundID, "outcome", res.outcome)

@@ -1,0 +1,30 @@
+package settings
+
+import "testing"
+
+func TestProviderVarOverridesTheKeyOfOneProvider(t *testing.T) {
+	if got := ProviderVar("WEBHOOK_SECRETS", "acq_2"); got != "WEBHOOK_SECRETS_ACQ_2" {
+		t.Fatalf("ProviderVar = %q", got)
+	}
+	env := map[string]string{"PROVIDER_API_KEY_ACQ": "sk_acq"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	ps, err := parseProviders("acq=http://a.example,sim=http://s.example", "http://d.example", "sk_default", lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].APIKey != "sk_acq" || ps[1].APIKey != "sk_default" {
+		t.Fatalf("providers = %+v", ps)
+	}
+}
+
+func TestWithoutProvidersTheOneProviderIsAtProviderURL(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	ps, err := parseProviders("", "http://d.example", "sk_default", none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ProviderSetting{Name: DefaultProviderName, URL: "http://d.example", APIKey: "sk_default"}
+	if len(ps) != 1 || ps[0] != want {
+		t.Fatalf("providers = %+v", ps)
+	}
+}
