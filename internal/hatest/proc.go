@@ -128,11 +128,6 @@ func (p *proc) interrupt(sig syscall.Signal, grace time.Duration) bool {
 	}
 }
 
-// tail returns at most the last n bytes of the process's log.
-func (p *proc) tail(n int) string {
-	return tailFile(p.log, n)
-}
-
 func tailFile(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
