@@ -29,8 +29,6 @@ func rejected(h map[string]string) map[string]string {
 	return out
 }
 
-var jsonCT = map[string]string{"Content-Type": "application/json"}
-
 // TestOpenAPIMatchesRealTraffic runs the API's flows against a real pod and
 // simulator, and validates every request and every response (the
 // simulator's webhooks included) against api/openapi.yaml, so that the

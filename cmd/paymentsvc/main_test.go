@@ -239,6 +239,19 @@ func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	applied, lastRow := appliedMigrations(t, url)
 	require.Equal(t, migrationVersions(t), applied, "every migration applied once, in order")
+	// Each is logged with its duration as text ("1.2ms"), like every
+	// duration in the logs, not as integer nanoseconds.
+	require.Equal(t, len(applied), countMsg(logLines(stderr), "migration applied"))
+	for _, l := range logLines(stderr) {
+		if l.Msg == "migration applied" {
+			var f struct{ Duration any }
+			require.NoError(t, json.Unmarshal([]byte(l.Raw), &f))
+			d, ok := f.Duration.(string)
+			require.True(t, ok, "duration as text: %s", l.Raw)
+			_, err := time.ParseDuration(d)
+			require.NoError(t, err, "%s", l.Raw)
+		}
+	}
 
 	conn, err := pgx.Connect(t.Context(), url)
 	require.NoError(t, err, "the database exists after migrate")
