@@ -437,3 +437,46 @@ func TestPprofOnItsOwnListener(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, code, "the API does not serve profiles")
 	require.Equal(t, 1, countMsg(logLines(p.Logs()), "pprof listening"))
 }
+
+// METRICS_ADDR serves GET /metrics on a listener of its own, and the API's
+// listener then answers it 404; unset, /metrics stays on the API's listener
+// (the default). -h lists the setting.
+func TestMetricsOnItsOwnListener(t *testing.T) {
+	t.Parallel()
+	_, help, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, help, "--metrics-addr")
+
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	d := testdb.New(t)
+	addr := testkit.ReservedAddr(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{
+		"OUTBOX_RELAY=off", "METRICS_ADDR=" + addr,
+	}})
+	code, body := get("http://" + addr + "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "# TYPE paymentsvc_attempts_backlog_up gauge")
+	require.Contains(t, body, "go_goroutines")
+	code, _ = get("http://" + addr + "/healthz")
+	require.Equal(t, http.StatusNotFound, code, "the metrics listener serves /metrics alone")
+	code, body = get(p.URL() + "/metrics")
+	require.Equal(t, http.StatusNotFound, code, "the API no longer serves /metrics: %s", body)
+	require.Contains(t, body, `"code":"not_found"`)
+	code, _ = get(p.URL() + "/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, countMsg(logLines(p.Logs()), "metrics listening"))
+
+	plain := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{"OUTBOX_RELAY=off"}})
+	code, body = get(plain.URL() + "/metrics")
+	require.Equal(t, http.StatusOK, code, "unset, /metrics is on the API's listener")
+	require.Contains(t, body, "# TYPE paymentsvc_attempts_backlog_up gauge")
+	require.Zero(t, countMsg(logLines(plain.Logs()), "metrics listening"))
+}
