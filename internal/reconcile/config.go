@@ -18,8 +18,8 @@ const (
 	DefaultLease       = 5 * time.Minute
 	DefaultJitter      = 0.2
 	DefaultGCBatchSize = 1000
-	// DefaultWebhookEventTTL and DefaultOutboxRetention are the contract's
-	// WEBHOOK_EVENT_TTL and OUTBOX_RETENTION.
+	// DefaultWebhookEventTTL and DefaultOutboxRetention are the documented
+	// defaults of WEBHOOK_EVENT_TTL and OUTBOX_RETENTION (docs/configuration.md).
 	DefaultWebhookEventTTL = 720 * time.Hour
 	DefaultOutboxRetention = 168 * time.Hour
 
