@@ -23,7 +23,7 @@ test:
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## demo: the seed notes' four scenarios on two pods, narrated
+## demo: the four failure scenarios of docs/failure-scenarios.md on two pods, narrated
 demo: build
 	$(BIN)/demo
 

@@ -348,7 +348,7 @@ func TestProcessInUseRetryAfterHonoured(t *testing.T) {
 	s.requireOneKey(t, rec, key)
 }
 
-// Seed scenario 4 through the client with two base URLs: pod A dies after
+// Scenario 4 of docs/failure-scenarios.md through the client with two base URLs: pod A dies after
 // the provider charged; the client moves on to pod B, waits out the dead
 // owner's lock (409, Retry-After) and gets the one charge when pod B takes
 // the key over.

@@ -73,7 +73,7 @@ func (c *Client) run(ctx context.Context, cl *call) error {
 		if err != nil {
 			last = err
 		} else {
-			done, rerr, ra := c.judge(cl, a)
+			done, ra, rerr := c.judge(cl, a)
 			if done {
 				return rerr
 			}
@@ -97,28 +97,28 @@ func (c *Client) run(ctx context.Context, cl *call) error {
 
 // judge decides what an answer means for the call: done (with nil or a
 // *Problem), or a retry after the failure err and at least retryAfter.
-func (c *Client) judge(cl *call, a *answer) (done bool, err error, retryAfter time.Duration) {
+func (c *Client) judge(cl *call, a *answer) (done bool, retryAfter time.Duration, err error) {
 	if a.status >= 400 && mediaType(a.header) == "application/problem+json" {
 		p := &Problem{}
 		if derr := json.Unmarshal(a.body, p); derr != nil {
-			return false, unexpected(a, derr), 0
+			return false, 0, unexpected(a, derr)
 		}
 		p.Status = a.status // the header is what every hop agreed on
 		p.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"))
 		p.RequestID = a.header.Get("X-Request-Id")
 		p.IdempotencyKey = cl.key
 		if retryable(a.status, p.Code) {
-			return false, p, p.RetryAfter
+			return false, p.RetryAfter, p
 		}
-		return true, p, 0
+		return true, 0, p
 	}
 	if a.status/100 == 2 || a.status == http.StatusPaymentRequired { // 402: a declined payment, a refused refund
 		done, aerr := cl.accept(a)
-		return done, aerr, 0
+		return done, 0, aerr
 	}
 	// A proxy's or load balancer's page, a 5xx without a problem: retry,
 	// honouring its Retry-After if it sent one.
-	return false, unexpected(a, nil), parseRetryAfter(a.header.Get("Retry-After"))
+	return false, parseRetryAfter(a.header.Get("Retry-After")), unexpected(a, nil)
 }
 
 // retryable reports whether a problem may change by retrying the same request.

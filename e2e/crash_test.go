@@ -109,7 +109,7 @@ type crashCase struct {
 	chargeCalls int64
 }
 
-// testCrashThenRetry plays seed scenario 4 with one failpoint: pod A dies
+// testCrashThenRetry plays scenario 4 of docs/failure-scenarios.md with one failpoint: pod A dies
 // mid-request; an immediate retry on pod B finds the key locked (409); once
 // the lock expires a retry on pod B takes the key over, resumes the attempt
 // and answers 201 with the one charge the provider holds.
@@ -162,7 +162,7 @@ func testCrashThenRetry(t *testing.T, c crashCase) {
 	require.True(t, stored)
 }
 
-// Seed scenario 4: the pod crashes after the provider charged, before saving.
+// Scenario 4 of docs/failure-scenarios.md: the pod crashes after the provider charged, before saving.
 // The retry calls the provider again with the same derived key, and the
 // provider answers with the charge it already made.
 func TestCrashAfterProviderCallRetryGetsTheSameCharge(t *testing.T) {

@@ -25,7 +25,7 @@ func requireReplayOf(t *testing.T, first, again apiclient.Response) {
 	require.JSONEq(t, string(first.Raw), string(again.Raw))
 }
 
-// Seed scenario 2: two identical requests about 5 ms apart on different
+// Scenario 2 of docs/failure-scenarios.md: two identical requests about 5 ms apart on different
 // pods while the provider takes 800 ms: the key's primary key lets exactly
 // one run (201); the other answers 409 with Retry-After; a later retry
 // replays the 201.
@@ -71,7 +71,7 @@ func TestSeedScenario2ConcurrentPodsOneRunsOneWaits(t *testing.T) {
 	require.Equal(t, won.Str("id"), charges[0].Reference)
 }
 
-// Seed scenario 3: the same key with a different amount is a client bug and
+// Scenario 3 of docs/failure-scenarios.md: the same key with a different amount is a client bug and
 // is refused; it never answers the first request's result.
 func TestSeedScenario3SameKeyDifferentRequestIs422(t *testing.T) {
 	t.Parallel()

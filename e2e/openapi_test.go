@@ -29,8 +29,6 @@ func rejected(h map[string]string) map[string]string {
 	return out
 }
 
-var jsonCT = map[string]string{"Content-Type": "application/json"}
-
 // TestOpenAPIMatchesRealTraffic runs the API's flows against a real pod and
 // simulator, and validates every request and every response (the
 // simulator's webhooks included) against api/openapi.yaml, so that the
@@ -152,6 +150,9 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 200, synced.Status, "%s", synced)
 	require.Equal(t, "SUCCEEDED", synced.Str("status"))
 	require.JSONEq(t, string(first.Raw), string(synced.Raw), "sync of a final payment changes nothing")
+	// ?sync takes strconv.ParseBool's spellings, as the document's boolean does; another value is 400.
+	require.Equal(t, 200, get(c, "/v1/payments/"+id+"?sync=1", nil).Status)
+	require.NoError(t, get(c, "/v1/payments/"+id+"?sync=yes", rejected(nil)).CheckProblem(400, "invalid_request"))
 	list := get(c, "/v1/payments?order_id=o-1", nil)
 	require.Equal(t, 200, list.Status, "%s", list)
 	require.Len(t, list.JSON["data"], 1)
@@ -352,6 +353,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, 200, gotRefund.Status, "%s", gotRefund)
 	require.Equal(t, rid, gotRefund.Str("id"))
 	require.Equal(t, 200, get(c, "/v1/refunds/"+rid+"?sync=true", nil).Status)
+	require.Equal(t, 200, get(c, "/v1/refunds/"+rid+"?sync=T", nil).Status)
+	require.NoError(t, get(c, "/v1/refunds/"+rid+"?sync=maybe", rejected(nil)).CheckProblem(400, "invalid_request"))
 
 	// 422: the key names another request (another body; the same body on
 	// another payment; the payment's own key); the amount is more than the rest.

@@ -1,5 +1,6 @@
 // Package e2e drives the real binaries (providersim and two paymentsvc pods
-// on one fresh database) through the seed notes' scenarios.
+// on one fresh database) through the failure scenarios of
+// docs/failure-scenarios.md (the "seed scenarios" of the test names) and more.
 package e2e
 
 import (
@@ -38,7 +39,7 @@ func setup(t *testing.T, podEnv ...string) *stack {
 		a: proctest.NewClient(a.URL(), tn.APIKey), b: proctest.NewClient(b.URL(), tn.APIKey)}
 }
 
-// Seed scenario 1: the provider takes 800 ms, the client gives up at 500 ms
+// Scenario 1 of docs/failure-scenarios.md: the provider takes 800 ms, the client gives up at 500 ms
 // and retries about a second later with the same key: the retry replays the
 // first request's 201, and the provider holds exactly one charge.
 func TestSeedScenario1TimeoutThenRetryReplays(t *testing.T) {

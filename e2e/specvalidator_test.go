@@ -72,24 +72,34 @@ func newSpecValidator(t *testing.T, next http.RoundTripper) *specValidator {
 		opts: &openapi3filter.Options{
 			IncludeResponseStatus: true,
 			MultiError:            true,
-			AuthenticationFunc:    checkBearer,
+			AuthenticationFunc:    checkCredentials,
 		},
 	}
 }
 
-// checkBearer is the document's security scheme as a validator sees it: an
-// Authorization: Bearer header with a token (whether the token is a known
-// key is for the service to say).
-func checkBearer(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+// checkCredentials is the document's security schemes as a validator sees
+// them: an Authorization: Bearer header with a token, or the header of the
+// webhooks' signature scheme, present and not empty (whether the token is a
+// known key, or the signature valid, is for the service to say).
+func checkCredentials(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	scheme := in.SecurityScheme
-	if scheme == nil || scheme.Type != "http" || !strings.EqualFold(scheme.Scheme, "bearer") {
-		return fmt.Errorf("unexpected security scheme %s", in.SecuritySchemeName)
+	req := in.RequestValidationInput.Request
+	switch {
+	case scheme == nil:
+		return fmt.Errorf("no security scheme %s", in.SecuritySchemeName)
+	case scheme.Type == "http" && strings.EqualFold(scheme.Scheme, "bearer"):
+		h := req.Header.Get("Authorization")
+		if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") || strings.TrimSpace(h[7:]) == "" {
+			return errors.New("no bearer token")
+		}
+		return nil
+	case scheme.Type == "apiKey" && scheme.In == "header":
+		if strings.TrimSpace(req.Header.Get(scheme.Name)) == "" {
+			return fmt.Errorf("no %s header", scheme.Name)
+		}
+		return nil
 	}
-	h := in.RequestValidationInput.Request.Header.Get("Authorization")
-	if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") || strings.TrimSpace(h[7:]) == "" {
-		return errors.New("no bearer token")
-	}
-	return nil
+	return fmt.Errorf("unexpected security scheme %s", in.SecuritySchemeName)
 }
 
 // RoundTrip implements http.RoundTripper. It reports mismatches with

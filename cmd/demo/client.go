@@ -36,7 +36,7 @@ type answer struct {
 	HTTPStatus int    `json:"-"`
 }
 
-// String prints the answer like the seed's account: `201 {"pod":"A",…}`.
+// String prints the answer as the demo narrates it: `201 {"pod":"A",…}`.
 func (a answer) String() string {
 	b, _ := json.Marshal(a)
 	return fmt.Sprintf("%d %s", a.HTTPStatus, b)

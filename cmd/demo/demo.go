@@ -52,7 +52,7 @@ const (
 )
 
 // Demo runs two providersims (providers sim_a and sim_b) and two paymentsvc
-// pods on a fresh database and plays the seed notes' four scenarios, a lost
+// pods on a fresh database and plays the four failure scenarios, a lost
 // refund answer and a provider outage against them, printing an account.
 type Demo struct {
 	cfg Config

@@ -18,8 +18,8 @@ import (
 )
 
 // The demo end to end, against freshly built binaries: every scenario shows
-// the behaviour of the seed notes, each order has exactly one payment, the
-// provider made three charges for four calls; a refund whose answer was lost
+// the behaviour docs/failure-scenarios.md describes, each order has exactly
+// one payment, the provider made three charges for four calls; a refund whose answer was lost
 // is refunded once; with sim_a killed, new payments fail over to sim_b while
 // the payment sim_a may have charged stays there and is resolved there; every
 // paid order has exactly one charge across both providers; and the demo's

@@ -37,7 +37,7 @@ func (d *Demo) timeoutThenRetry(ctx context.Context) error {
 	if err := pause(ctx, 700*time.Millisecond); err != nil {
 		return err
 	}
-	// Still 409 only if this machine is slower than the seed's: try again shortly.
+	// Still 409 only if the first request has not finished yet (a slow machine): try again shortly.
 	for n := 2; ; n++ {
 		a, err := d.client.pay(ctx, d.podB, "key-o-1", body, patient)
 		if err != nil {

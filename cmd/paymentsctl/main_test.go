@@ -56,9 +56,10 @@ func (r result) String() string {
 // of the PAYMENTS_* variables) and args.
 func ctl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	bin := binary(t) // before the deadline: a first build on a busy machine takes a while
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	stdout, stderr, code, err := proctest.Run(ctx, binary(t), args, env)
+	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
 	require.NoError(t, err, "run paymentsctl %v", args)
 	return result{code: code, stdout: stdout, stderr: stderr}
 }

@@ -239,6 +239,19 @@ func TestMigrateCreatesDatabaseThenIsANoOp(t *testing.T) {
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	applied, lastRow := appliedMigrations(t, url)
 	require.Equal(t, migrationVersions(t), applied, "every migration applied once, in order")
+	// Each is logged with its duration as text ("1.2ms"), like every
+	// duration in the logs, not as integer nanoseconds.
+	require.Equal(t, len(applied), countMsg(logLines(stderr), "migration applied"))
+	for _, l := range logLines(stderr) {
+		if l.Msg == "migration applied" {
+			var f struct{ Duration any }
+			require.NoError(t, json.Unmarshal([]byte(l.Raw), &f))
+			d, ok := f.Duration.(string)
+			require.True(t, ok, "duration as text: %s", l.Raw)
+			_, err := time.ParseDuration(d)
+			require.NoError(t, err, "%s", l.Raw)
+		}
+	}
 
 	conn, err := pgx.Connect(t.Context(), url)
 	require.NoError(t, err, "the database exists after migrate")
@@ -397,6 +410,17 @@ func TestTenantRateLimitSettings(t *testing.T) {
 	require.Contains(t, stderr, "TENANT_RATE_LIMIT")
 }
 
+// httpGet GETs url and returns the status and the body.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
 // PPROF_ADDR serves net/http/pprof on a listener of its own; the API's
 // listener does not serve it. Unset, nothing listens for it.
 func TestPprofOnItsOwnListener(t *testing.T) {
@@ -406,21 +430,47 @@ func TestPprofOnItsOwnListener(t *testing.T) {
 	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{
 		"OUTBOX_RELAY=off", "PPROF_ADDR=" + addr,
 	}})
-	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
-	code, body := get("http://" + addr + "/debug/pprof/")
+	code, body := httpGet(t, "http://"+addr+"/debug/pprof/")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "goroutine")
-	code, body = get("http://" + addr + "/debug/pprof/heap?debug=1")
+	code, body = httpGet(t, "http://"+addr+"/debug/pprof/heap?debug=1")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "heap profile")
-	code, _ = get(p.URL() + "/debug/pprof/")
+	code, _ = httpGet(t, p.URL()+"/debug/pprof/")
 	require.Equal(t, http.StatusNotFound, code, "the API does not serve profiles")
 	require.Equal(t, 1, countMsg(logLines(p.Logs()), "pprof listening"))
+}
+
+// METRICS_ADDR serves GET /metrics on a listener of its own, and the API's
+// listener then answers it 404; unset, /metrics stays on the API's listener
+// (the default). -h lists the setting.
+func TestMetricsOnItsOwnListener(t *testing.T) {
+	t.Parallel()
+	_, help, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, help, "--metrics-addr")
+
+	d := testdb.New(t)
+	addr := testkit.ReservedAddr(t)
+	p := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{
+		"OUTBOX_RELAY=off", "METRICS_ADDR=" + addr,
+	}})
+	code, body := httpGet(t, "http://"+addr+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "# TYPE paymentsvc_attempts_backlog_up gauge")
+	require.Contains(t, body, "go_goroutines")
+	code, _ = httpGet(t, "http://"+addr+"/healthz")
+	require.Equal(t, http.StatusNotFound, code, "the metrics listener serves /metrics alone")
+	code, body = httpGet(t, p.URL()+"/metrics")
+	require.Equal(t, http.StatusNotFound, code, "the API no longer serves /metrics: %s", body)
+	require.Contains(t, body, `"code":"not_found"`)
+	code, _ = httpGet(t, p.URL()+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, countMsg(logLines(p.Logs()), "metrics listening"))
+
+	plain := proctest.StartPod(t, proctest.PodOptions{DatabaseURL: d.URL, ProviderURL: testkit.RefusedURL(t, "http"), Env: []string{"OUTBOX_RELAY=off"}})
+	code, body = httpGet(t, plain.URL()+"/metrics")
+	require.Equal(t, http.StatusOK, code, "unset, /metrics is on the API's listener")
+	require.Contains(t, body, "# TYPE paymentsvc_attempts_backlog_up gauge")
+	require.Zero(t, countMsg(logLines(plain.Logs()), "metrics listening"))
 }

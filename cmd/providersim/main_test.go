@@ -20,9 +20,10 @@ import (
 // and returns its exit status and output.
 func runSim(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
+	bin := proctest.Build(t).ProviderSim // before the deadline: a first build on a busy machine takes a while
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	stdout, stderr, code, err := proctest.Run(ctx, proctest.Build(t).ProviderSim, args, env)
+	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
 	require.NoError(t, err, "run providersim %v", args)
 	return code, stdout + stderr
 }

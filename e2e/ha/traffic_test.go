@@ -173,19 +173,6 @@ func transportKind(err error) string {
 	return "transport"
 }
 
-// paidAfter counts payments answered 201 after t.
-func (tr *traffic) paidAfter(t time.Time) int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	n := 0
-	for _, p := range tr.paid {
-		if p.doneAt.After(t) {
-			n++
-		}
-	}
-	return n
-}
-
 // waitPaid waits until n payments were answered 201 after since, and
 // returns when the first of them was; it fails t if a worker failed.
 func (tr *traffic) waitPaid(t *testing.T, since time.Time, n int, timeout time.Duration) time.Time {

@@ -93,6 +93,11 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	id := chi.URLParam(r, "id")
 	reqlog.From(r.Context()).PaymentID = id
+	sync, err := syncOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	a, err := attempts.GetForTenant(r.Context(), s.Pool, t.ID, id)
 	if errors.Is(err, attempts.ErrNotFound) {
 		s.writeError(w, r, apperr.New(apperr.PaymentNotFound, "no payment %q", id))
@@ -102,7 +107,7 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if r.URL.Query().Get("sync") == "true" && (a.Status == attempts.Pending || a.Status == attempts.Unknown) {
+	if sync && (a.Status == attempts.Pending || a.Status == attempts.Unknown) {
 		a, _, err = s.Payments.Sync(r.Context(), a.ID, payments.SyncOptions{Source: attempts.SourceAPI})
 		if err != nil {
 			// The provider could not be asked: answer what we know.

@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/testdb"
 )
 
 func TestUnauthorizedWritesNothing(t *testing.T) {
@@ -265,6 +268,47 @@ func TestGetPayment(t *testing.T) {
 	require.NoError(t, b.get(b.a, "/v1/payments/pay_doesnotexist").CheckProblem(http.StatusNotFound, "payment_not_found"))
 	// Another tenant's payment does not exist for b.
 	require.NoError(t, b.get(b.b, "/v1/payments/"+id).CheckProblem(http.StatusNotFound, "payment_not_found"))
+}
+
+// ?sync takes the spellings of strconv.ParseBool: "1" and "T" ask the
+// provider about a PENDING payment like "true" does, "0" and "false" do
+// not; any other value (an empty one too) is 400 invalid_request naming
+// sync, before the payment is even looked up, and changes nothing.
+func TestGetPaymentSyncSpellings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pending := func() string {
+		t.Helper()
+		p := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.a.Tenant.ID, Status: attempts.Pending})
+		// The provider made the charge; its answer never reached us.
+		charged := proctest.NewClient(b.sim.URL(), "sk_sim").MustDo(t, http.MethodPost, "/v1/charges",
+			[]byte(`{"amount":500,"currency":"USD","payment_method":"pm_card_visa","reference":"`+p.ID+`"}`),
+			map[string]string{"Idempotency-Key": "psvc_" + p.ID, "Content-Type": "application/json"})
+		require.Equal(t, http.StatusCreated, charged.Status, "%s", charged)
+		return p.ID
+	}
+	status := func(id, query string) string {
+		t.Helper()
+		r := b.get(b.a, "/v1/payments/"+id+query)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", query, r)
+		return r.Str("status")
+	}
+
+	id := pending()
+	for _, off := range []string{"", "?sync=0", "?sync=false", "?sync=F", "?sync=FALSE"} {
+		require.Equal(t, "PENDING", status(id, off), "%q does not ask the provider", off)
+	}
+	for _, bad := range []string{"?sync=yes", "?sync=on", "?sync=2", "?sync=", "?sync", "?sync=tru"} {
+		p := b.get(b.a, "/v1/payments/"+id+bad)
+		require.NoError(t, p.CheckProblem(http.StatusBadRequest, "invalid_request"), "%q", bad)
+		require.Contains(t, p.Str("detail"), "sync", "%q", bad)
+		// Refused before the look-up: a payment that does not exist too.
+		require.NoError(t, b.get(b.a, "/v1/payments/pay_doesnotexist"+bad).CheckProblem(http.StatusBadRequest, "invalid_request"), "%q", bad)
+	}
+	require.Equal(t, "PENDING", status(id, ""), "a refused ?sync changed nothing")
+	require.Equal(t, "SUCCEEDED", status(id, "?sync=1"))
+	require.Equal(t, "SUCCEEDED", status(pending(), "?sync=T"))
+	require.Equal(t, "SUCCEEDED", status(pending(), "?sync=True"))
 }
 
 func TestListPaymentsByOrder(t *testing.T) {

@@ -42,6 +42,11 @@ func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
 func (s *server) getRefund(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	id := chi.URLParam(r, "id")
+	sync, err := syncOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	rf, err := refunds.GetForTenant(r.Context(), s.Pool, t.ID, id)
 	if errors.Is(err, refunds.ErrNotFound) {
 		s.writeError(w, r, apperr.New(apperr.RefundNotFound, "no refund %q", id))
@@ -52,7 +57,7 @@ func (s *server) getRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reqlog.From(r.Context()).PaymentID = rf.PaymentID
-	if r.URL.Query().Get("sync") == "true" && !rf.Status.Final() && rf.Status != attempts.Created {
+	if sync && !rf.Status.Final() && rf.Status != attempts.Created {
 		if rf, _, err = s.Payments.SyncRefund(r.Context(), rf.ID, payments.SyncOptions{Source: attempts.SourceAPI}); err != nil {
 			// The provider could not be asked: answer what we know.
 			s.log.WarnContext(r.Context(), "refund sync failed", "refund_id", id, "err", err)

@@ -86,6 +86,29 @@ func TestRefundFullAndPartial(t *testing.T) {
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM refund_events WHERE to_status = 'SUCCEEDED'`))
 }
 
+// GET /v1/refunds/{id} reads ?sync as GET /v1/payments/{id} does: the
+// spellings of strconv.ParseBool, anything else 400 invalid_request naming
+// sync, before the refund is looked up.
+func TestGetRefundSyncSpellings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.refund(b.a, b.paid("o-1", 1000), "r-1", `{"amount":300}`)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
+	id := r.Str("id")
+	for _, ok := range []string{"", "?sync=1", "?sync=t", "?sync=TRUE", "?sync=0", "?sync=False"} {
+		got := b.get(b.a, "/v1/refunds/"+id+ok)
+		require.Equal(t, http.StatusOK, got.Status, "%q: %s", ok, got)
+		require.Equal(t, "SUCCEEDED", got.Str("status"), "%q", ok)
+	}
+	for _, bad := range []string{"?sync=yes", "?sync=", "?sync=-1"} {
+		for _, rid := range []string{id, "rfd_doesnotexist"} {
+			p := b.get(b.a, "/v1/refunds/"+rid+bad)
+			require.NoError(t, p.CheckProblem(http.StatusBadRequest, "invalid_request"), "%s%s", rid, bad)
+			require.Contains(t, p.Str("detail"), "sync", "%q", bad)
+		}
+	}
+}
+
 // TestRefundWithoutABody: every field is optional, so a request with no
 // body at all (no Content-Type either) is {}: the whole rest, and the same
 // request as {} for its key.

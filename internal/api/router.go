@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/db"
@@ -38,6 +37,9 @@ type Deps struct {
 	// Auth authenticates API keys; nil: a cache with the defaults
 	// (tenants.NewCache).
 	Auth *tenants.Cache
+	// MetricsElsewhere leaves GET /metrics out (404): a listener of its
+	// own serves it (METRICS_ADDR).
+	MetricsElsewhere bool
 }
 
 type server struct {
@@ -69,7 +71,9 @@ func New(d Deps) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.ready)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	if !s.MetricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", metrics.Handler())
+	}
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(s.OpenAPI)

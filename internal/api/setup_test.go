@@ -29,6 +29,7 @@ type bundle struct {
 	pool *db.Pool
 	url  string
 	anon *proctest.Client // sends no API key: requests set their own headers
+	sim  *proctest.Sim    // the provider, "sim", key sk_sim
 	a, b tenants.Created
 }
 
@@ -67,7 +68,7 @@ func setupWith(t testing.TB, opt setupOptions) *bundle {
 	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log, RateLimit: opt.rateLimit}))
 	t.Cleanup(srv.Close)
 
-	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, "")}
+	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, ""), sim: sim}
 	b.a = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-a"})
 	b.b = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-b"})
 	return b

@@ -96,7 +96,7 @@ func descendsFrom(byID map[trace.SpanID]sdktrace.ReadOnlySpan, s, root sdktrace.
 func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -141,7 +141,7 @@ func TestTracingSpanTreeOfCreate(t *testing.T) {
 			require.True(t, descendsFrom(byID, s, server), "span %q is below the request span", s.Name())
 		}
 		for _, kv := range s.Attributes() {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			require.NotContains(t, v, b.a.APIKey, "span %q attribute %s", s.Name(), kv.Key)
 			require.NotContains(t, v, "pm_card_visa", "span %q attribute %s: no card data", s.Name(), kv.Key)
 			require.NotContains(t, v, "sk_sim", "span %q attribute %s: no provider key", s.Name(), kv.Key)

@@ -133,7 +133,7 @@ func runGoose(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for _, r := range results {
-		log.Info("migration applied", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
+		log.Info("migration applied", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration.String())
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func OpenRetry(ctx context.Context, databaseURL string, log *slog.Logger) (*Pool
 			return nil, err
 		}
 		d := wait/2 + rand.N(wait/2+1)
-		log.Warn("database not reachable yet; retrying", "err", err, "try", try, "retry_in", d)
+		log.Warn("database not reachable yet; retrying", "err", err, "try", try, "retry_in", d.String())
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

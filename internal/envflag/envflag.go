@@ -64,6 +64,9 @@ func (s *Set) printUsage() {
 			def = ""
 		}
 		kind, text := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(*onOff); ok {
+			kind = "on|off"
+		}
 		fmt.Fprintf(out, "  --%s %s\n    \t%s%s\n", f.Name, kind, text, def)
 	})
 }
@@ -158,26 +161,39 @@ func (s *Set) Float(env string, def float64, usage string) *float64 {
 }
 
 // Bool registers an on/off setting: on, true, 1, yes and off, false, 0, no.
+// -h shows its value as on or off, the words the documentation uses.
 func (s *Set) Bool(env string, def bool, usage string) *bool {
-	v := def
+	v := onOff(def)
 	if raw := s.env(env, ""); raw != "" {
 		b, err := ParseBool(raw)
 		if err != nil {
 			s.errs = append(s.errs, fmt.Errorf("%s: %w", env, err))
 		} else {
-			v = b
+			v = onOff(b)
 		}
 	}
-	p := &v
-	s.fs.Func(FlagName(env), s.usage(env, usage+fmt.Sprintf(" (default %v)", def)), func(raw string) error {
-		b, err := ParseBool(raw)
-		if err != nil {
-			return err
-		}
-		*p = b
-		return nil
-	})
-	return p
+	s.fs.Var(&v, FlagName(env), s.usage(env, usage))
+	return (*bool)(&v)
+}
+
+// onOff is a flag.Value that parses with ParseBool and prints on or off.
+// Unlike the flag package's bools, it takes a value (--outbox-relay off).
+type onOff bool
+
+func (b *onOff) String() string {
+	if b != nil && *b {
+		return "on"
+	}
+	return "off"
+}
+
+func (b *onOff) Set(raw string) error {
+	v, err := ParseBool(raw)
+	if err != nil {
+		return err
+	}
+	*b = onOff(v)
+	return nil
 }
 
 // ParseBool accepts on/off in addition to strconv.ParseBool's forms.

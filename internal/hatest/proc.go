@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -19,7 +18,6 @@ type proc struct {
 	name string
 	log  string // path of the file holding stdout and stderr
 
-	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has been reaped
 }

@@ -3,12 +3,19 @@
 package metrics
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Registry holds every metric of the process; /metrics serves it.
 var Registry = prometheus.NewRegistry()
+
+// Handler serves Registry in the Prometheus text format: GET /metrics, on
+// the API's listener or on METRICS_ADDR's.
+func Handler() http.Handler { return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{}) }
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -161,7 +161,7 @@ func (c Config) validate() error {
 		}
 	}
 	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t.*>/\\") {
-		errs = append(errs, fmt.Errorf("Stream %q is not a valid stream name", c.Stream))
+		errs = append(errs, fmt.Errorf("Config.Stream %q is not a valid stream name", c.Stream))
 	}
 	return errors.Join(errs...)
 }

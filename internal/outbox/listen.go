@@ -37,7 +37,7 @@ func (r *Relay) listen(ctx context.Context, wake, up chan<- struct{}) {
 		}
 		failures++
 		d := backoff(failures, r.cfg.BackoffMin, min(r.cfg.BackoffMax, listenRetryMax))
-		r.log.Warn("outbox LISTEN connection failed; polling only", "err", err, "retry_in", d)
+		r.log.Warn("outbox LISTEN connection failed; polling only", "err", err, "retry_in", d.String())
 		if !sleep(ctx, d) {
 			return
 		}

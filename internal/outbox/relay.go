@@ -62,7 +62,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer stopListening()
 
 	r.log.Info("outbox relay running", "stream", r.cfg.Stream, "subject_prefix", r.cfg.SubjectPrefix,
-		"batch_size", r.cfg.BatchSize, "poll_interval", r.cfg.PollInterval)
+		"batch_size", r.cfg.BatchSize, "poll_interval", r.cfg.PollInterval.String())
 	l := &loop{r: r, nc: nc, js: js, wake: wake, connected: connected, dbUp: dbUp}
 	for ctx.Err() == nil {
 		d, onNotify := l.once(ctx)
@@ -170,7 +170,7 @@ func (l *loop) once(ctx context.Context) (time.Duration, bool) {
 func (l *loop) fail(what string, err error) (time.Duration, bool) {
 	l.failures++
 	d := backoff(l.failures, l.r.cfg.BackoffMin, l.r.cfg.BackoffMax)
-	l.r.log.Warn(what+" failed; backing off", "err", err, "failures", l.failures, "retry_in", d)
+	l.r.log.Warn(what+" failed; backing off", "err", err, "failures", l.failures, "retry_in", d.String())
 	return d, false
 }
 

@@ -164,7 +164,7 @@ func (s logSignal) Handle(_ context.Context, r slog.Record) error {
 	rec := logRecord{msg: r.Message}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "wait" {
-			rec.wait = a.Value.Duration()
+			rec.wait, _ = time.ParseDuration(a.Value.String())
 		}
 		return true
 	})

@@ -63,7 +63,7 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 		return err
 	}, b, func(err error, wait time.Duration) {
 		metrics.ProviderRetries.WithLabelValues(r.Name(), op).Inc()
-		r.log.Info("provider call failed, retrying", "op", op, "try", tries, "wait", wait, "err", err)
+		r.log.Info("provider call failed, retrying", "op", op, "try", tries, "wait", wait.String(), "err", err)
 	})
 	switch {
 	case err == nil, refused && tries == 0:

@@ -30,7 +30,7 @@
 // whatever a client was told survives a restart. New charges and refunds emit
 // signed webhooks, delivered asynchronously with bounded exponential backoff.
 //
-// Details the contract leaves open, decided here:
+// Details a Stripe-like API leaves open, decided here:
 //   - stats.charge_calls and stats.refund_calls count every authenticated
 //     POST /v1/charges and POST /v1/refunds, whatever its outcome (invalid,
 //     refused, faulted, replayed, dropped).
@@ -57,7 +57,7 @@
 //   - GET /v1/refunds without idempotency_key answers {"data":[…],
 //     "has_more":false} with every refund matching the optional ?charge=ch_…
 //     and ?reference=R; GET /v1/refunds/{id} answers one refund.
-//   - SIM_LATENCY delays charge calls only, like the contract says; the
+//   - SIM_LATENCY delays charge calls only (docs/configuration.md); the
 //     startup fault set DELETE /_sim/faults restores has "refunds":false.
 //   - POST /_sim/charges takes amount_refunded too ("refunded":true alone
 //     means the whole amount) and makes no refund records for it.

@@ -71,7 +71,7 @@ func TestRefund(t *testing.T) {
 	}
 	equal(t, re, Refund{ID: re.ID, Charge: ch.ID, Amount: 500, Currency: "USD", Status: StatusSucceeded,
 		Reference: "rfd_1", IdempotencyKey: "k-refund", Created: re.Created}, "refund")
-	// The exact field names of the contract.
+	// The exact field names of the provider API, which clients read.
 	for _, field := range []string{`"id":`, `"charge":`, `"amount":500`, `"status":"succeeded"`, `"reference":"rfd_1"`, `"idempotency_key":"k-refund"`, `"created":`} {
 		if !strings.Contains(string(r.body), field) {
 			t.Fatalf("refund body %s lacks %s", r.body, field)

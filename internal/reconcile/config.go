@@ -18,8 +18,8 @@ const (
 	DefaultLease       = 5 * time.Minute
 	DefaultJitter      = 0.2
 	DefaultGCBatchSize = 1000
-	// DefaultWebhookEventTTL and DefaultOutboxRetention are the contract's
-	// WEBHOOK_EVENT_TTL and OUTBOX_RETENTION.
+	// DefaultWebhookEventTTL and DefaultOutboxRetention are the documented
+	// defaults of WEBHOOK_EVENT_TTL and OUTBOX_RETENTION (docs/configuration.md).
 	DefaultWebhookEventTTL = 720 * time.Hour
 	DefaultOutboxRetention = 168 * time.Hour
 
@@ -127,22 +127,22 @@ func (c Config) validate(timing payments.Config) error {
 		errs = append(errs, fmt.Errorf("BatchSize %d not in [1, %d]", c.BatchSize, MaxBatchSize))
 	}
 	if c.Workers < 1 || c.Workers > c.BatchSize {
-		errs = append(errs, fmt.Errorf("Workers %d not in [1, BatchSize %d]", c.Workers, c.BatchSize))
+		errs = append(errs, fmt.Errorf("Config.Workers %d not in [1, BatchSize %d]", c.Workers, c.BatchSize))
 	}
 	if c.Lease < 2*timing.LockTTL {
 		// Checks start only in the first Lease - LockTTL of a batch.
-		errs = append(errs, fmt.Errorf("Lease %s must be at least twice IDEMPOTENCY_LOCK_TTL (%s)", c.Lease, timing.LockTTL))
+		errs = append(errs, fmt.Errorf("Config.Lease %s must be at least twice IDEMPOTENCY_LOCK_TTL (%s)", c.Lease, timing.LockTTL))
 	}
 	if len(c.Schedule) == 0 {
-		errs = append(errs, errors.New("Schedule is empty"))
+		errs = append(errs, errors.New("Config.Schedule is empty"))
 	}
 	for i, d := range c.Schedule {
 		if d <= 0 {
-			errs = append(errs, fmt.Errorf("Schedule[%d] %s is not positive", i, d))
+			errs = append(errs, fmt.Errorf("Config.Schedule[%d] %s is not positive", i, d))
 		}
 	}
 	if c.Jitter < 0 || c.Jitter >= 1 {
-		errs = append(errs, fmt.Errorf("Jitter %v not in [0, 1)", c.Jitter))
+		errs = append(errs, fmt.Errorf("Config.Jitter %v not in [0, 1)", c.Jitter))
 	}
 	if c.GCBatchSize < 1 || c.GCBatchSize > 10000 {
 		errs = append(errs, fmt.Errorf("GCBatchSize %d not in [1, 10000]", c.GCBatchSize))

@@ -42,6 +42,9 @@ type Config struct {
 	AuthCacheTTL time.Duration
 	// PprofAddr serves net/http/pprof on its own listener ("": off).
 	PprofAddr string
+	// MetricsAddr serves GET /metrics on its own listener, and then the
+	// API's does not ("": on the API's listener).
+	MetricsAddr string
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -61,6 +64,7 @@ func Flags(s *envflag.Set) func() Config {
 	rateBurst := s.Int("TENANT_RATE_BURST", 0, "bucket size of TENANT_RATE_LIMIT (a tenant's bucket starts full); 0: max(1, ⌈2 × TENANT_RATE_LIMIT⌉)")
 	authTTL := s.Duration("AUTH_CACHE_TTL", tenants.DefaultCacheTTL, "how long a pod keeps an API key's tenant in memory (unknown keys: at most 2s): a revoked key keeps working for up to this long; 0s: ask the database on every request")
 	pprofAddr := s.String("PPROF_ADDR", "", "serve net/http/pprof (profiles) on this address, a listener of its own; keep it private; empty: off")
+	metricsAddr := s.String("METRICS_ADDR", "", "serve GET /metrics on this address only, a listener of its own, and no longer on HTTP_ADDR; empty: /metrics on HTTP_ADDR")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
@@ -68,7 +72,7 @@ func Flags(s *envflag.Set) func() Config {
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 			ProviderWebhookSecrets: map[string][]string{},
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
-			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr,
+			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr, MetricsAddr: *metricsAddr,
 		}
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets

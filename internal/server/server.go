@@ -102,12 +102,19 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	handler := api.New(api.Deps{
 		Pool: pool, Payments: a.Payments, Webhooks: webhooks,
-		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log,
+		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log, MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit: ratelimit.New(ratelimit.Config{Limit: cfg.TenantRateLimit, Burst: cfg.TenantRateBurst}),
 		Auth:      tenants.NewCache(pool, authCacheConfig(cfg.AuthCacheTTL)),
 	})
 	if cfg.PprofAddr != "" {
 		stop, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, log)
 		if err != nil {
 			return err
 		}

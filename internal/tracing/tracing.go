@@ -98,7 +98,7 @@ func Setup(ctx context.Context, serviceName string, log *slog.Logger) (shutdown 
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	Install(tp)
 	name, _ := res.Set().Value(semconv.ServiceNameKey)
-	log.Info("tracing on", "exporter", "otlp/http", "service_name", name.Emit())
+	log.Info("tracing on", "exporter", "otlp/http", "service_name", name.String())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 		defer cancel()

@@ -157,8 +157,8 @@ func FuzzParseSignatureHeader(f *testing.F) {
 	})
 }
 
-// TestSimulatorConformance checks our reading of the contract against the
-// simulator's own signing and event encoding.
+// TestSimulatorConformance checks our reading of the provider's signature
+// and event format against the simulator's own signing and event encoding.
 func TestSimulatorConformance(t *testing.T) {
 	t.Parallel()
 	ev := providersim.Event{ID: "evt_sim", Type: providersim.EventChargeFailed, Created: testNow.Unix()}
