@@ -56,10 +56,11 @@ type Result struct {
 // id it is given) in the key's transaction.
 type CreateFunc func(ctx context.Context, tx pgx.Tx, id string) error
 
-// ref names what a key created: a payment's attempt or a refund.
-type ref struct{ attemptID, refundID string }
+// ref names what a key created: a payment's attempt, a refund or a
+// webhook endpoint.
+type ref struct{ attemptID, refundID, endpointID string }
 
-func (r ref) id() string { return r.attemptID + r.refundID }
+func (r ref) id() string { return r.attemptID + r.refundID + r.endpointID }
 
 // Acquire claims (tenantID, key) for a create request with fingerprint fp. A
 // new key is inserted together with its attempt (create, given the attempt
@@ -127,7 +128,8 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 
 func insertParams(cfg Config, tenantID, key string, fp []byte, r ref) db.IdemKeyInsertParams {
 	return db.IdemKeyInsertParams{
-		TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID),
+		TenantID: tenantID, Key: key, Fingerprint: fp,
+		AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID), EndpointID: nonEmpty(r.endpointID),
 		LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
 	}
 }
