@@ -57,7 +57,7 @@ WITH held AS (
     SELECT d.id, d.endpoint_id, d.next_attempt_at
     FROM webhook_deliveries AS d
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-      AND d.endpoint_id <> ALL (sqlc.arg(full_endpoint_ids)::text[])
+      AND d.endpoint_id <> ALL (COALESCE(sqlc.arg(full_endpoint_ids)::text[], '{}'))
     ORDER BY d.next_attempt_at
     LIMIT sqlc.arg(scan_rows)
     FOR UPDATE SKIP LOCKED

@@ -18,7 +18,7 @@ WITH held AS (
     SELECT d.id, d.endpoint_id, d.next_attempt_at
     FROM webhook_deliveries AS d
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-      AND d.endpoint_id <> ALL ($4::text[])
+      AND d.endpoint_id <> ALL (COALESCE($4::text[], '{}'))
     ORDER BY d.next_attempt_at
     LIMIT $5
     FOR UPDATE SKIP LOCKED

@@ -47,7 +47,7 @@ var nonPublic = []struct {
 // Prefixes whose addresses carry an IPv4 address in their last 32 bits
 // (NAT64) or in bits 16 to 48 (6to4): judged by that address.
 var (
-	nat64 = []netip.Prefix{netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48")}
+	nat64  = []netip.Prefix{netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48")}
 	sixTo4 = netip.MustParsePrefix("2002::/16")
 )
 

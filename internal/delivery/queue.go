@@ -82,6 +82,8 @@ func (d *Deliverer) claimParams() db.DeliveryClaimParams {
 	p := db.DeliveryClaimParams{
 		LeaseMs: d.cfg.lease().Milliseconds(), PerEndpoint: int32(limit),
 		MaxRows: int32(min(maxClaim, d.cfg.Concurrency-d.held)),
+		// Never nil: a NULL array would make "<> ALL" NULL for every row.
+		FullEndpointIds: []string{}, HeldEndpointIds: []string{}, HeldCounts: []int32{},
 	}
 	p.ScanRows = p.MaxRows * scanFactor
 	now := time.Now()
