@@ -249,13 +249,4 @@ func requireVerified(t *testing.T, secret string, r received) map[string]any {
 
 // testLogger logs warnings and errors through t, so a failing test shows
 // what the deliverer saw.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t) }
