@@ -89,7 +89,7 @@ FOR UPDATE OF d;
 -- (lease).
 -- name: DeliveryRetry :one
 UPDATE webhook_deliveries
-SET status = 'pending', next_attempt_at = now(), schedule_step = 0, lease = lease + 1, updated_at = now()
+SET status = 'pending', next_attempt_at = now(), claimed_until = 'epoch', schedule_step = 0, lease = lease + 1, updated_at = now()
 WHERE id = $1 AND status <> 'delivered'
 RETURNING *;
 

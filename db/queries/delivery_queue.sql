@@ -42,13 +42,17 @@ SELECT (SELECT count(*) FROM fanned)::bigint AS deliveries, (SELECT count(*) FRO
 -- DeliveryClaim takes up to max_rows due deliveries for this pod, oldest
 -- due first, at most per_endpoint of any one endpoint counting those the pod
 -- holds already (held_endpoint_ids with held_counts; the endpoints it holds
--- per_endpoint of are in full_endpoint_ids, which the scan skips outright).
--- A claim is a lease: next_attempt_at moves lease_ms ahead, past the
--- attempt, and lease grows, so a pod that dies holding it loses it by
--- itself and a late answer of an older claim changes no state. SKIP LOCKED
--- lets the pods claim disjoint rows at once. Each row comes with what its
--- attempt needs: the endpoint's URL and secrets (the previous one while it
--- still signs, else empty), and the body.
+-- per_endpoint of are in full_endpoint_ids, which the scan skips outright),
+-- and at most unknown_per_endpoint of an endpoint not in held_endpoint_ids.
+-- The scan reads scan_rows due rows without locking them; only the rows
+-- picked are locked, with SKIP LOCKED and their due time checked again on the
+-- row as it is, so pods claim disjoint rows at once and never a row another
+-- pod has just claimed. A claim is a lease: claimed_until moves lease_ms
+-- ahead, past the attempt, and lease grows, so a pod that dies holding it
+-- loses it by itself and a late answer of an older claim changes no state.
+-- Neither column is indexed: the claim is a HOT update.
+-- Each row comes with what its attempt needs: the endpoint's URL and
+-- secrets (the previous one while it still signs, else empty), and the body.
 -- name: DeliveryClaim :many
 WITH held AS (
     SELECT unnest(sqlc.arg(held_endpoint_ids)::text[]) AS endpoint_id,
@@ -56,14 +60,14 @@ WITH held AS (
 ), due AS (
     SELECT d.id, d.endpoint_id, d.next_attempt_at
     FROM webhook_deliveries AS d
-    WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND d.claimed_until <= now()
       AND d.endpoint_id <> ALL (COALESCE(sqlc.arg(full_endpoint_ids)::text[], '{}'))
     ORDER BY d.next_attempt_at
     LIMIT sqlc.arg(scan_rows)
-    FOR UPDATE SKIP LOCKED
 ), ranked AS (
     SELECT due.id, due.next_attempt_at,
-           row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) + COALESCE(held.n, 0) AS pos
+           row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id)
+             + COALESCE(held.n, sqlc.arg(per_endpoint)::int - sqlc.arg(unknown_per_endpoint)::int) AS pos
     FROM due
     LEFT JOIN held ON held.endpoint_id = due.endpoint_id
 ), picked AS (
@@ -71,12 +75,16 @@ WITH held AS (
     WHERE ranked.pos <= sqlc.arg(per_endpoint)::int
     ORDER BY ranked.next_attempt_at
     LIMIT sqlc.arg(max_rows)
+), locked AS (
+    SELECT d.id FROM webhook_deliveries AS d
+    WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND d.next_attempt_at <= now() AND d.claimed_until <= now()
+    FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries AS d
-SET next_attempt_at = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-    lease           = d.lease + 1
-FROM picked, webhook_endpoints AS e, webhook_messages AS m
-WHERE d.id = picked.id AND e.id = d.endpoint_id AND e.deleted_at IS NULL AND m.event_id = d.event_id
+SET claimed_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    lease         = d.lease + 1
+FROM locked, webhook_endpoints AS e, webhook_messages AS m
+WHERE d.id = locked.id AND e.id = d.endpoint_id AND e.deleted_at IS NULL AND m.event_id = d.event_id
 RETURNING d.id, d.lease, d.schedule_step, d.attempts, d.event_id, d.endpoint_id, e.url, e.secret,
           COALESCE(CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END, '')::text AS previous_secret,
           m.body;
@@ -115,6 +123,7 @@ WITH r AS (
                                 WHEN old.claimed AND r.outcome = 'retry' THEN now() + r.delay_ms * interval '1 millisecond'
                                 WHEN old.claimed THEN NULL
                                 ELSE d.next_attempt_at END,
+        claimed_until    = CASE WHEN old.claimed OR r.outcome = 'delivered' THEN 'epoch' ELSE d.claimed_until END,
         schedule_step    = CASE WHEN old.claimed AND r.outcome = 'retry' THEN d.schedule_step + 1 ELSE d.schedule_step END,
         last_status_code = CASE WHEN old.claimed OR r.outcome = 'delivered' THEN NULLIF(r.status_code, 0) ELSE d.last_status_code END,
         last_error       = CASE WHEN old.claimed OR r.outcome = 'delivered' THEN NULLIF(r.error, '') ELSE d.last_error END,
@@ -130,10 +139,11 @@ FROM recorded
 RETURNING delivery_id, from_status, to_status;
 
 -- DeliveryRelease gives back claims this pod will not attempt (it is
--- stopping): due again at once, for any pod, with no attempt counted.
+-- stopping, or the endpoint stopped keeping up): claimable again at once, by
+-- any pod, with no attempt counted.
 -- name: DeliveryRelease :execrows
 UPDATE webhook_deliveries AS d
-SET next_attempt_at = now(), lease = d.lease + 1
+SET claimed_until = 'epoch', lease = d.lease + 1
 FROM (
     SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(leases)::bigint[]) AS lease
 ) AS r

@@ -56,7 +56,7 @@ func (q *Queries) DeliveryFailForEndpoint(ctx context.Context, db DBTX, endpoint
 }
 
 const deliveryGetForTenant = `-- name: DeliveryGetForTenant :one
-SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.payment_id, d.status, d.attempts, d.schedule_step, d.lease, d.next_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at, d.updated_at FROM webhook_deliveries AS d
+SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.payment_id, d.status, d.attempts, d.schedule_step, d.lease, d.claimed_until, d.next_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at, d.updated_at FROM webhook_deliveries AS d
 JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.deleted_at IS NULL
 WHERE d.tenant_id = $1 AND d.id = $2
 `
@@ -80,6 +80,7 @@ func (q *Queries) DeliveryGetForTenant(ctx context.Context, db DBTX, arg Deliver
 		&i.Attempts,
 		&i.ScheduleStep,
 		&i.Lease,
+		&i.ClaimedUntil,
 		&i.NextAttemptAt,
 		&i.LastStatusCode,
 		&i.LastError,
@@ -91,7 +92,7 @@ func (q *Queries) DeliveryGetForTenant(ctx context.Context, db DBTX, arg Deliver
 }
 
 const deliveryGetForUpdate = `-- name: DeliveryGetForUpdate :one
-SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.payment_id, d.status, d.attempts, d.schedule_step, d.lease, d.next_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at, d.updated_at FROM webhook_deliveries AS d
+SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.payment_id, d.status, d.attempts, d.schedule_step, d.lease, d.claimed_until, d.next_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at, d.updated_at FROM webhook_deliveries AS d
 JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.deleted_at IS NULL
 WHERE d.tenant_id = $1 AND d.id = $2
 FOR UPDATE OF d
@@ -118,6 +119,7 @@ func (q *Queries) DeliveryGetForUpdate(ctx context.Context, db DBTX, arg Deliver
 		&i.Attempts,
 		&i.ScheduleStep,
 		&i.Lease,
+		&i.ClaimedUntil,
 		&i.NextAttemptAt,
 		&i.LastStatusCode,
 		&i.LastError,
@@ -129,7 +131,7 @@ func (q *Queries) DeliveryGetForUpdate(ctx context.Context, db DBTX, arg Deliver
 }
 
 const deliveryListPage = `-- name: DeliveryListPage :many
-SELECT id, tenant_id, endpoint_id, event_id, event_type, payment_id, status, attempts, schedule_step, lease, next_attempt_at, last_status_code, last_error, delivered_at, created_at, updated_at FROM webhook_deliveries
+SELECT id, tenant_id, endpoint_id, event_id, event_type, payment_id, status, attempts, schedule_step, lease, claimed_until, next_attempt_at, last_status_code, last_error, delivered_at, created_at, updated_at FROM webhook_deliveries
 WHERE endpoint_id = $1
   AND (NOT $2::boolean
        OR (created_at, id) < ($3::timestamptz, $4::text))
@@ -173,6 +175,7 @@ func (q *Queries) DeliveryListPage(ctx context.Context, db DBTX, arg DeliveryLis
 			&i.Attempts,
 			&i.ScheduleStep,
 			&i.Lease,
+			&i.ClaimedUntil,
 			&i.NextAttemptAt,
 			&i.LastStatusCode,
 			&i.LastError,
@@ -212,9 +215,9 @@ func (q *Queries) DeliveryNotify(ctx context.Context, db DBTX) error {
 
 const deliveryRetry = `-- name: DeliveryRetry :one
 UPDATE webhook_deliveries
-SET status = 'pending', next_attempt_at = now(), schedule_step = 0, lease = lease + 1, updated_at = now()
+SET status = 'pending', next_attempt_at = now(), claimed_until = 'epoch', schedule_step = 0, lease = lease + 1, updated_at = now()
 WHERE id = $1 AND status <> 'delivered'
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, payment_id, status, attempts, schedule_step, lease, next_attempt_at, last_status_code, last_error, delivered_at, created_at, updated_at
+RETURNING id, tenant_id, endpoint_id, event_id, event_type, payment_id, status, attempts, schedule_step, lease, claimed_until, next_attempt_at, last_status_code, last_error, delivered_at, created_at, updated_at
 `
 
 // DeliveryRetry makes a delivery that is not delivered due now with a
@@ -234,6 +237,7 @@ func (q *Queries) DeliveryRetry(ctx context.Context, db DBTX, id string) (Webhoo
 		&i.Attempts,
 		&i.ScheduleStep,
 		&i.Lease,
+		&i.ClaimedUntil,
 		&i.NextAttemptAt,
 		&i.LastStatusCode,
 		&i.LastError,

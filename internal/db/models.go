@@ -139,6 +139,7 @@ type WebhookDelivery struct {
 	Attempts       int32
 	ScheduleStep   int32
 	Lease          int64
+	ClaimedUntil   time.Time
 	NextAttemptAt  *time.Time
 	LastStatusCode *int32
 	LastError      *string

@@ -11,18 +11,19 @@ import (
 // Defaults of Config.
 const (
 	DefaultTimeout             = 15 * time.Second
-	DefaultConcurrency         = 256
+	DefaultConcurrency         = 512
 	DefaultEndpointConcurrency = 16
 	DefaultPollInterval        = time.Second
 	DefaultShutdownGrace       = 5 * time.Second
 )
 
 // queueFactor is how many rounds of its EndpointConcurrency a pod holds of
-// one endpoint that answers fast: a claim takes that many deliveries of it,
-// so a backlog drains in large batches. An endpoint whose last attempt was
-// slow gets one round only (no queue), so a hanging receiver holds
+// one endpoint that answers fast: a claim takes up to that many deliveries
+// of it, so a backlog drains in large batches while the next claim is made.
+// An endpoint the pod knows nothing of yet, or whose last attempt was slow,
+// gets one round only (no queue), so an endpoint that hangs ties up
 // EndpointConcurrency of the pod's Concurrency and no more.
-const queueFactor = 4
+const queueFactor = 16
 
 // leaseSlack is what a claim's lease adds beyond its attempts' time for
 // the write of their results.
@@ -112,17 +113,19 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// endpointHold is the most deliveries of one endpoint the pod holds.
-func (c Config) endpointHold() int { return queueFactor * c.EndpointConcurrency }
+// endpointHold is the most deliveries of one fast endpoint the pod holds:
+// queueFactor rounds, and never more than half the pod's Concurrency, so
+// one endpoint's backlog leaves room for the others.
+func (c Config) endpointHold() int {
+	return max(c.EndpointConcurrency, min(queueFactor*c.EndpointConcurrency, c.Concurrency/2))
+}
 
 // lease is how far a claim moves a delivery's next_attempt_at: the longest
-// a held delivery can take, waiting behind its endpoint's other held
-// deliveries (queueFactor-1 rounds of Timeout) and then attempted (one
-// more), plus the writing of the result. A pod that died holding it loses
-// it then, and the delivery is due again for any pod.
-func (c Config) lease() time.Duration {
-	return time.Duration(queueFactor+1)*c.Timeout + leaseSlack
-}
+// a held delivery can take, waiting for its endpoint (at most Timeout: one
+// that waited that long is given back) and then attempted (Timeout), plus
+// the writing of the result. A pod that died holding it loses it then, and
+// the delivery is due again for every pod.
+func (c Config) lease() time.Duration { return 2*c.Timeout + leaseSlack }
 
 // fast is how quick an endpoint's last attempt must have been for the pod
 // to queue more than one round of deliveries for it.

@@ -32,7 +32,7 @@ type Deliverer struct {
 type endpointState struct {
 	slots    chan struct{} // one per attempt in flight
 	held     int
-	slow     bool // its last attempt took fast() or longer: hold one round only
+	fast     bool // its last attempt took less than fast(): hold queueFactor rounds, not one
 	full     bool // the pod held its fill at the last claim
 	lastUsed time.Time
 }
@@ -118,12 +118,19 @@ func (d *Deliverer) dispatch(ctx context.Context, wake <-chan struct{}, start fu
 }
 
 // run waits for a slot of j's endpoint, attempts j and hands over the
-// result; a job still waiting when the pod stops is given back instead.
+// result. A job still waiting when the pod stops, or after a Timeout (its
+// endpoint stopped keeping up), is given back instead, so no claim is held
+// beyond its lease.
 func (d *Deliverer) run(attempts context.Context, stopping <-chan struct{}, j job, st *endpointState) {
 	defer d.finished(j, st)
+	waited := time.NewTimer(d.cfg.Timeout)
 	select {
 	case st.slots <- struct{}{}:
+		waited.Stop()
 	case <-stopping:
+		d.results <- result{job: j, release: true}
+		return
+	case <-waited.C:
 		d.results <- result{job: j, release: true}
 		return
 	}
@@ -137,7 +144,7 @@ func (d *Deliverer) run(attempts context.Context, stopping <-chan struct{}, j jo
 	r := d.attempt(attempts, j)
 	<-st.slots
 	d.mu.Lock()
-	st.slow = r.duration >= d.cfg.fast()
+	st.fast = r.duration < d.cfg.fast()
 	d.mu.Unlock()
 	d.results <- r
 }
@@ -159,7 +166,7 @@ func (d *Deliverer) finished(j job, st *endpointState) {
 
 // hold is the most deliveries of st's endpoint the pod holds. Under d.mu.
 func (d *Deliverer) hold(st *endpointState) int {
-	if st.slow {
+	if !st.fast {
 		return d.cfg.EndpointConcurrency
 	}
 	return d.cfg.endpointHold()

@@ -29,7 +29,7 @@ type hangingServer struct {
 	conns    []net.Conn
 }
 
-func newHangingServer(t *testing.T) *hangingServer {
+func newHangingServer(t testing.TB) *hangingServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

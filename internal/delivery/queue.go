@@ -72,9 +72,10 @@ func (d *Deliverer) claim(ctx context.Context, start func(job, *endpointState)) 
 }
 
 // claimParams say what the pod has room for: in all, and of each endpoint
-// it holds deliveries of (one at its fill is skipped outright). A slow
-// endpoint may be held one round of EndpointConcurrency, not endpointHold:
-// it is passed as holding that much more than it does.
+// it knows (one at its fill is skipped outright). An endpoint that is not
+// known to be fast may be held one round of EndpointConcurrency, not
+// endpointHold: it is passed as holding that much more than it does, and so
+// is one the pod knows nothing of yet.
 func (d *Deliverer) claimParams() db.DeliveryClaimParams {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -94,11 +95,12 @@ func (d *Deliverer) claimParams() db.DeliveryClaimParams {
 		case st.held >= d.hold(st):
 			st.full = true
 			p.FullEndpointIds = append(p.FullEndpointIds, id)
-		case st.held > 0 || st.slow:
+		default:
 			p.HeldEndpointIds = append(p.HeldEndpointIds, id)
 			p.HeldCounts = append(p.HeldCounts, int32(st.held+limit-d.hold(st)))
 		}
 	}
+	p.UnknownPerEndpoint = int32(d.cfg.EndpointConcurrency)
 	return p
 }
 

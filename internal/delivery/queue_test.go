@@ -3,6 +3,10 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,27 +53,45 @@ func TestTwoDeliverersShareTheQueue(t *testing.T) {
 // deliveries it claimed and had not started (due again at once, for any
 // pod, no attempt counted), and cuts off the attempt still in flight after
 // its grace, which counts as a failed attempt and is retried on the
-// schedule.
+// schedule. The endpoint answers its first delivery at once (so the pod
+// holds a queue of its deliveries), and then no more.
 func TestStoppingGivesBackWhatItHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	hang := newHangingServer(t)
-	ep := b.endpoint(hang.URL())
-	b.publishN(6)
+	hanging := make(chan struct{})
+	var calls atomic.Int32
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then a client that hangs up ends r's context
+		if calls.Add(1) > 1 {
+			select {
+			case <-hanging:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(rc.Close)
+	t.Cleanup(func() { close(hanging) }) // before rc.Close waits for the handlers
+	ep := b.endpoint(rc.URL)
+	b.publishN(20)
 	cfg := fastConfig()
 	cfg.Timeout = 10 * time.Minute
-	cfg.EndpointConcurrency = 1 // one attempt in flight, three more held (queueFactor)
+	cfg.Schedule = []time.Duration{time.Hour}
+	cfg.EndpointConcurrency = 1 // one attempt in flight; 16 held once the endpoint is known to be fast
+	cfg.Concurrency = 32
 	cfg.ShutdownGrace = 100 * time.Millisecond
 	stop := b.deliver(cfg)
-	testkit.Eventually(t, 30*time.Second, "an attempt under way", func() bool { return hang.accepted.Load() == 1 })
-	require.Equal(t, 4, b.count(`SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at > now() + interval '1 minute'`), "claimed")
+	testkit.Eventually(t, 30*time.Second, "the second attempt under way, fifteen more held", func() bool {
+		return calls.Load() == 2 && b.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND claimed_until > now() + interval '1 minute'`) == 16
+	})
 	stop()
 
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`))
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM webhook_deliveries WHERE attempts = 1 AND status = 'pending'
 		AND last_error = 'cut off: the pod delivering it was shutting down' AND next_attempt_at > now()`))
-	require.Equal(t, 5, b.count(`SELECT count(*) FROM webhook_deliveries WHERE attempts = 0 AND next_attempt_at <= now()`),
-		"three given back, two never claimed")
-	require.Len(t, b.deliveries(ep.ID), 6)
+	require.Equal(t, 18, b.count(`SELECT count(*) FROM webhook_deliveries WHERE attempts = 0 AND next_attempt_at <= now() AND claimed_until <= now()`),
+		"fifteen given back, three never claimed")
+	require.Len(t, b.deliveries(ep.ID), 20)
+	require.EqualValues(t, 2, calls.Load())
 }
 
 // TestRelayFansOutWhatItPublishes runs the real outbox relay with the

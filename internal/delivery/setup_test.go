@@ -26,13 +26,13 @@ import (
 
 // bundle is one test's database, tenant and endpoints API.
 type bundle struct {
-	t         *testing.T
+	t         testing.TB
 	db        *testdb.DB
 	tenant    string
 	endpoints *delivery.Endpoints
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	d := testdb.New(t)
 	tn := testdb.Tenant(t, d.Pool, testdb.TenantOpts{})
@@ -111,6 +111,7 @@ func (b *bundle) republish(ids ...string) {
 func (b *bundle) fanOut(ids []string, events []event) {
 	b.t.Helper()
 	pubs := make([]outbox.Published, len(events))
+	now := b.now()
 	for i, e := range events {
 		if e.typ == "" {
 			e.typ = outbox.TypePaymentSucceeded
@@ -119,7 +120,7 @@ func (b *bundle) fanOut(ids []string, events []event) {
 			e.tenant = b.tenant
 		}
 		if e.createdAt.IsZero() {
-			e.createdAt = b.now()
+			e.createdAt = now
 		}
 		payment := "pay_" + strings.TrimPrefix(ids[i], "evt_")
 		data, err := json.Marshal(map[string]any{"id": payment, "tenant_id": e.tenant, "status": "SUCCEEDED", "amount": 500})
