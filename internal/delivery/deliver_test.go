@@ -125,7 +125,7 @@ func TestEventTypeFilterAndAge(t *testing.T) {
 		event{typ: outbox.TypePaymentRefunded},
 		event{typ: outbox.TypePaymentRefundFailed},
 		event{typ: outbox.TypePaymentFailed, createdAt: before}, // older than the endpoints
-		event{typ: "SomethingElse"},                              // not a merchant event
+		event{typ: "SomethingElse"},                             // not a merchant event
 	)
 	b.deliver(fastConfig())
 
