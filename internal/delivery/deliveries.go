@@ -81,13 +81,8 @@ func (s *Endpoints) Deliveries(ctx context.Context, tenantID, endpointID, after 
 	if err != nil {
 		return nil, false, db.Translate(err)
 	}
-	more := len(rows) > limit
-	rows = rows[:min(len(rows), limit)]
-	out := make([]Delivery, len(rows))
-	for i, r := range rows {
-		out[i] = deliveryOf(r)
-	}
-	return out, more, nil
+	list, more := page(rows, limit, deliveryOf)
+	return list, more, nil
 }
 
 // Retry makes the tenant's delivery id, failed or pending, due now with a

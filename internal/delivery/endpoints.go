@@ -162,13 +162,20 @@ func (s *Endpoints) List(ctx context.Context, tenantID, after string, limit int)
 	if err != nil {
 		return nil, false, db.Translate(err)
 	}
+	list, more := page(rows, limit, endpointOf)
+	return list, more, nil
+}
+
+// page is a list of at most limit items made of rows, the answer of a
+// query for limit+1 rows, and whether more follow.
+func page[R, T any](rows []R, limit int, item func(R) T) ([]T, bool) {
 	more := len(rows) > limit
 	rows = rows[:min(len(rows), limit)]
-	out := make([]Endpoint, len(rows))
+	out := make([]T, len(rows))
 	for i, r := range rows {
-		out[i] = endpointOf(r)
+		out[i] = item(r)
 	}
-	return out, more, nil
+	return out, more
 }
 
 // Delete deletes the tenant's endpoint id: its secrets are forgotten and

@@ -102,11 +102,7 @@ func TestHangingAttemptCostsOneTimeout(t *testing.T) {
 	cfg.Schedule = []time.Duration{time.Hour}
 	b.deliver(cfg)
 
-	var d delivery.Delivery
-	testkit.Eventually(t, 30*time.Second, "the first attempt timed out", func() bool {
-		d = b.deliveries(ep.ID)[0]
-		return d.Attempts == 1
-	})
+	d := b.firstAttempt(ep.ID)
 	require.Equal(t, delivery.StatusPending, d.Status)
 	require.Equal(t, "no answer within 300ms", *d.LastError)
 	require.Nil(t, d.LastStatusCode)
@@ -168,11 +164,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	cfg.Schedule = []time.Duration{time.Hour}
 	b.deliver(cfg)
 
-	var d delivery.Delivery
-	testkit.Eventually(t, 30*time.Second, "the first attempt", func() bool {
-		d = b.deliveries(ep.ID)[0]
-		return d.Attempts == 1
-	})
+	d := b.firstAttempt(ep.ID)
 	require.Equal(t, delivery.StatusPending, d.Status)
 	require.Equal(t, 307, *d.LastStatusCode)
 	require.Equal(t, "HTTP 307: a redirect, which is not followed", *d.LastError)
@@ -195,11 +187,7 @@ func TestLargeAnswerIsCut(t *testing.T) {
 	cfg.Schedule = []time.Duration{time.Hour}
 	b.deliver(cfg)
 
-	var d delivery.Delivery
-	testkit.Eventually(t, 30*time.Second, "the first attempt", func() bool {
-		d = b.deliveries(ep.ID)[0]
-		return d.Attempts == 1
-	})
+	d := b.firstAttempt(ep.ID)
 	require.Equal(t, 502, *d.LastStatusCode)
 	require.True(t, strings.HasPrefix(*d.LastError, "HTTP 502: bad gateway éé"), *d.LastError)
 	require.LessOrEqual(t, len(*d.LastError), 300)
@@ -220,11 +208,7 @@ func TestTLSIsVerified(t *testing.T) {
 	untrusting := fastConfig()
 	untrusting.Schedule = []time.Duration{time.Hour}
 	stop := b.deliver(untrusting)
-	var d delivery.Delivery
-	testkit.Eventually(t, 30*time.Second, "the first attempt", func() bool {
-		d = b.deliveries(ep.ID)[0]
-		return d.Attempts == 1
-	})
+	d := b.firstAttempt(ep.ID)
 	stop()
 	require.Equal(t, delivery.StatusPending, d.Status)
 	require.Contains(t, *d.LastError, "certificate")

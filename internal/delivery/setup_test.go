@@ -182,6 +182,23 @@ func (b *bundle) waitStatus(endpoint string, n int, status string, timeout time.
 	return list
 }
 
+// firstAttempt waits for the first attempt of the one delivery of endpoint
+// and returns the delivery then.
+func (b *bundle) firstAttempt(endpoint string) delivery.Delivery {
+	b.t.Helper()
+	var d delivery.Delivery
+	testkit.Eventually(b.t, 30*time.Second, "the first attempt to "+endpoint, func() bool {
+		list := b.deliveries(endpoint)
+		if len(list) == 0 {
+			return false
+		}
+		d = list[0]
+		return d.Attempts >= 1
+	})
+	require.Len(b.t, b.deliveries(endpoint), 1)
+	return d
+}
+
 // count runs a count query.
 func (b *bundle) count(query string, args ...any) int {
 	b.t.Helper()

@@ -77,13 +77,22 @@ func AcquireForRefund(ctx context.Context, pool *db.Pool, cfg Config, tenantID, 
 }
 
 func acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRef ref, create CreateFunc) (Result, error) {
+	return acquireWith(ctx, pool, cfg, tenantID, key, fp, func() (Result, bool, error) {
+		return insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
+	})
+}
+
+// acquireWith answers a request from its key as stored, or inserts a
+// missing key with insert (which reports false when someone else inserted
+// it first), looking again while racers change the key.
+func acquireWith(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, insert func() (Result, bool, error)) (Result, error) {
 	for range 5 {
 		// The read comes first: a replay (the common retry) answers from one
 		// SELECT, without a transaction; only a missing key is inserted.
 		res, err := existing(ctx, pool, cfg, tenantID, key, fp)
 		if errors.Is(err, errMissing) {
 			var inserted bool
-			res, inserted, err = insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
+			res, inserted, err = insert()
 			if err != nil || inserted {
 				return res, err
 			}

@@ -25,26 +25,15 @@ type DoFunc func(ctx context.Context, tx pgx.Tx, id string) (code int, body []by
 // request racing another with the same key waits at the key's insert for
 // the other's commit, then replays it.
 func OnceForEndpoint(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newEndpointID string, do DoFunc) (Result, error) {
-	for range 5 {
-		res, err := existing(ctx, pool, cfg, tenantID, key, fp)
-		if errors.Is(err, errMissing) {
-			var inserted bool
-			res, inserted, err = insertCompleted(ctx, pool, cfg, tenantID, key, fp, newEndpointID, do)
-			if err != nil || inserted {
-				return res, err
-			}
-			continue // inserted by someone else meanwhile: read it
-		}
-		if err == nil && res.Outcome == Owned {
-			// existing takes over only a key stored without an answer, and
-			// keys of this fingerprint are stored with theirs.
-			return Result{}, fmt.Errorf("idempotency: key %q of an endpoint has no stored answer", key)
-		}
-		if !errors.Is(err, errRace) {
-			return res, err
-		}
+	res, err := acquireWith(ctx, pool, cfg, tenantID, key, fp, func() (Result, bool, error) {
+		return insertCompleted(ctx, pool, cfg, tenantID, key, fp, newEndpointID, do)
+	})
+	if err == nil && res.Outcome == Owned && !res.Created {
+		// existing takes over only a key stored without an answer, and keys
+		// of this fingerprint are stored with theirs.
+		return Result{}, fmt.Errorf("idempotency: key %q of an endpoint has no stored answer", key)
 	}
-	return Result{}, errors.New("idempotency: key kept changing under concurrent use")
+	return res, err
 }
 
 func insertCompleted(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, id string, do DoFunc) (Result, bool, error) {
