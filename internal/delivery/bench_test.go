@@ -186,3 +186,20 @@ func benchRelay(b *testing.B, bn *bundle) *outbox.Relay {
 	require.NoError(b, err)
 	return r
 }
+
+// BenchmarkFanout is what the merchant webhooks add to an outbox relay
+// batch: the fan-out of 100 published events of one tenant to its two
+// endpoints (200 deliveries), in the batch's transaction. One op is one
+// batch.
+func BenchmarkFanout(b *testing.B) {
+	bn := setup(b)
+	bn.endpoint("https://shop.example/a")
+	bn.endpoint("https://shop.example/b")
+	events := make([]event, 100)
+	b.ResetTimer()
+	for range b.N {
+		bn.publish(events...)
+	}
+	b.StopTimer()
+	require.Equal(b, 200*b.N, bn.count(`SELECT count(*) FROM webhook_deliveries`))
+}

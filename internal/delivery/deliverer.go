@@ -71,7 +71,6 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	listenCtx, stopListening := context.WithCancel(ctx)
 	bg.Go(func() { d.listen(listenCtx, wake) })
-	bg.Go(func() { d.refreshGauges(listenCtx) })
 
 	d.log.Info("merchant webhooks delivering", "timeout", d.cfg.Timeout.String(), "schedule", FormatSchedule(d.cfg.Schedule),
 		"concurrency", d.cfg.Concurrency, "endpoint_concurrency", d.cfg.EndpointConcurrency, "allow_private", d.cfg.AllowPrivate)

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -193,20 +194,21 @@ func (d *Deliverer) listen(ctx context.Context, wake chan<- struct{}) {
 	}.Run(ctx, d.pool)
 }
 
-// refreshGauges keeps the backlog gauges, which describe the table (every
-// pod sets the same values), until ctx ends.
-func (d *Deliverer) refreshGauges(ctx context.Context) {
-	t := time.NewTicker(max(d.cfg.PollInterval, time.Second))
+// RefreshGauges keeps the backlog gauges (pending deliveries, the oldest
+// one's age) every interval until ctx ends. They describe the table, so every
+// pod runs it, whether it delivers or not, and they all report the same.
+func RefreshGauges(ctx context.Context, pool *db.Pool, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		qctx, cancel := context.WithTimeout(ctx, opTimeout)
-		row, err := db.Q.DeliveryStats(qctx, d.pool)
+		row, err := db.Q.DeliveryStats(qctx, pool)
 		cancel()
 		if err == nil {
 			metrics.MerchantWebhookPending.Set(float64(row.Pending))
 			metrics.MerchantWebhookOldestAge.Set(row.OldestSeconds)
 		} else if ctx.Err() == nil {
-			d.log.Warn("merchant webhook backlog stats", "err", err)
+			log.Warn("merchant webhook backlog stats", "err", err)
 		}
 		select {
 		case <-ctx.Done():

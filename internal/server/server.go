@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
@@ -150,6 +151,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		})
 	}
+	wg.Go(func() { delivery.RefreshGauges(bg, pool, 10*time.Second, log) })
 	if cfg.MerchantWebhooks {
 		whCfg := cfg.MerchantWebhook
 		whCfg.Logger = log
