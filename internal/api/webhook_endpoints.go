@@ -48,11 +48,10 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if body.EventTypes != nil {
 		req.EventTypes = append([]string{}, *body.EventTypes...)
 	}
-	if key != "" {
-		if req.Fingerprint, err = fingerprint(endpointsRoute, raw); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	// Also without a key: it refuses a body that names a member twice.
+	if req.Fingerprint, err = fingerprint(endpointsRoute, raw); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	reply, err := s.Endpoints.Create(r.Context(), req)
 	if err != nil {

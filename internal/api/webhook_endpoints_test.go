@@ -129,6 +129,7 @@ func TestWebhookEndpointValidation(t *testing.T) {
 		`{"url":"https://shop.example/","event_types":[]}`,
 		`{"url":"https://shop.example/","event_types":"payment.failed"}`,
 		`{"url":"https://shop.example/","color":"red"}`,
+		`{"url":"https://shop.example/","url":"https://elsewhere.example/"}`,
 		`{"event_types":["payment.failed"]}`,
 		`{"url":"https://shop.example/","description":"` + strings.Repeat("x", 1001) + `"}`,
 		`{"url":`,

@@ -24,6 +24,7 @@ type Deliverer struct {
 	mu        sync.Mutex
 	endpoints map[string]*endpointState // of the endpoints the pod held lately
 	held      int                       // deliveries held: claimed and not yet finished
+	full      bool                      // the pod held its Concurrency at a claim
 	room      chan struct{}             // an endpoint that had its fill, or the pod, has room again
 	results   chan result
 }
@@ -155,12 +156,17 @@ func (d *Deliverer) finished(j job, st *endpointState) {
 	defer d.mu.Unlock()
 	st.held--
 	st.lastUsed = time.Now()
-	wasFull := d.held == d.cfg.Concurrency
 	d.held--
-	if (st.full && st.held <= d.hold(st)/2) || (wasFull && d.held <= d.cfg.Concurrency/2) || d.held == 0 {
+	switch {
+	case st.full && st.held <= d.hold(st)/2:
 		st.full = false
-		db.Signal(d.room)
+	case d.full && d.held <= d.cfg.Concurrency/2:
+		d.full = false
+	case d.held == 0:
+	default:
+		return
 	}
+	db.Signal(d.room)
 }
 
 // hold is the most deliveries of st's endpoint the pod holds. Under d.mu.

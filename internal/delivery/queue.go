@@ -65,6 +65,7 @@ func (d *Deliverer) claim(ctx context.Context, start func(job, *endpointState)) 
 		d.held++
 		jobs[i], states[i] = j, st
 	}
+	d.full = d.held >= d.cfg.Concurrency
 	d.mu.Unlock()
 	for i := range jobs {
 		start(jobs[i], states[i])
