@@ -11,10 +11,14 @@ import (
 // intent first.
 var ErrMissingKey = errors.New("paymentsvc: an idempotency key is required (mint one with client.NewKey and store it before the first try)")
 
+// errNotRetried ends a call that is sent once (RotateWebhookEndpointSecret)
+// whose try got no final answer.
+var errNotRetried = errors.New("not retried: the call is not idempotent")
+
 // NotFinalError is returned when a call ends before a final answer: its
 // overall deadline (Config.Timeout or the context's, whichever is earlier)
 // passed, or its context was cancelled, or the next retry could not begin
-// before the deadline.
+// before the deadline, or (a call that is sent once) its one try failed.
 //
 // For a create, the payment (or refund) may exist and may even have been
 // charged: nothing is lost as long as the caller resumes it later with the

@@ -32,6 +32,10 @@ const (
 	CodeMethodNotAllowed        Code = "method_not_allowed"        // 405
 	CodeInvalidSignature        Code = "invalid_signature"         // 401: webhooks only
 	CodeInternalError           Code = "internal_error"            // 500: retried
+	// The merchant webhooks' API (docs/webhooks.md).
+	CodeWebhookEndpointNotFound  Code = "webhook_endpoint_not_found" // 404
+	CodeWebhookDeliveryNotFound  Code = "webhook_delivery_not_found" // 404
+	CodeWebhookDeliveryDelivered Code = "webhook_delivery_delivered" // 409: a retry of a delivered delivery
 )
 
 // Problem is a refusal by the service: an RFC 9457 problem document. Only

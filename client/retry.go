@@ -27,6 +27,9 @@ type call struct {
 	query  url.Values
 	body   []byte // nil: no body
 	key    string // Idempotency-Key; "" for none
+	// once sends the call one time: it is not idempotent, and a retry after
+	// a lost answer would do it again (a secret rotation).
+	once bool
 
 	// accept judges an answer that is not a problem: 2xx, or 402 for
 	// creates. done ends the call; an error (an answer that does not
@@ -78,6 +81,9 @@ func (c *Client) run(ctx context.Context, cl *call) error {
 				return rerr
 			}
 			last, retryAfter = rerr, ra
+		}
+		if cl.once {
+			return c.notFinal(cl, try+1, last, errNotRetried)
 		}
 		wait := max(c.backoff(try), retryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {

@@ -44,6 +44,14 @@ var clientOps = []specOp{
 	{method: "GET", path: "/v1/refunds/{id}", responses: map[int]any{200: client.Refund{}}, sync: true},
 	{method: "PUT", path: "/v1/routing", request: client.Routing{}, responses: map[int]any{200: client.Routing{}}},
 	{method: "GET", path: "/v1/routing", responses: map[int]any{200: client.Routing{}}},
+	{method: "POST", path: "/v1/webhook_endpoints", request: client.CreateWebhookEndpointRequest{},
+		responses: map[int]any{201: client.WebhookEndpointWithSecret{}}},
+	{method: "GET", path: "/v1/webhook_endpoints", responses: map[int]any{200: client.WebhookEndpointList{}}, params: client.ListWebhookEndpointsParams{}},
+	{method: "GET", path: "/v1/webhook_endpoints/{id}", responses: map[int]any{200: client.WebhookEndpoint{}}},
+	{method: "DELETE", path: "/v1/webhook_endpoints/{id}", responses: map[int]any{}},
+	{method: "POST", path: "/v1/webhook_endpoints/{id}/rotate_secret", responses: map[int]any{200: client.WebhookEndpointWithSecret{}}},
+	{method: "GET", path: "/v1/webhook_endpoints/{id}/deliveries", responses: map[int]any{200: client.WebhookDeliveryList{}}, params: client.ListWebhookDeliveriesParams{}},
+	{method: "POST", path: "/v1/webhook_deliveries/{id}/retry", responses: map[int]any{202: client.WebhookDelivery{}}},
 }
 
 func loadSpec(t *testing.T) *openapi3.T {

@@ -507,11 +507,27 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// routing rules answer theirs from the same place (authentication reads
 	// the database first, for every /v1/ route).
 	// The 429s need a pod with a rate limit: TestOpenAPIRateLimited.
-	v.requireCovered(t, "* * 500", "GET /readyz 503",
+	v.requireCovered(t, append(skipPaths(merchantWebhookPaths), "* * 500", "GET /readyz 503",
 		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/{provider} 503",
 		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503",
 		"GET /v1/routing 503", "PUT /v1/routing 503",
-		"* * 429")
+		"* * 429")...)
+}
+
+// merchantWebhookPaths are the operations of the merchant webhooks, which
+// TestOpenAPIMerchantWebhooks exercises.
+var merchantWebhookPaths = []string{
+	"/v1/webhook_endpoints", "/v1/webhook_endpoints/{id}", "/v1/webhook_endpoints/{id}/rotate_secret",
+	"/v1/webhook_endpoints/{id}/deliveries", "/v1/webhook_deliveries/{id}/retry",
+}
+
+// skipPaths are requireCovered skips of every response of paths.
+func skipPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = "* " + p + " *"
+	}
+	return out
 }
 
 // A pod with TENANT_RATE_LIMIT answers every operation of the tenant API
@@ -535,13 +551,23 @@ func TestOpenAPIRateLimited(t *testing.T) {
 		s.client.MustGet(t, "/v1/refunds/rfd_none"),
 		s.client.MustGet(t, "/v1/routing"),
 		s.client.MustDo(t, http.MethodPut, "/v1/routing", []byte(`{"rules":[]}`), json),
+		s.client.MustDo(t, http.MethodPost, "/v1/webhook_endpoints", []byte(`{"url":"https://shop.example/"}`), json),
+		s.client.MustGet(t, "/v1/webhook_endpoints"),
+		s.client.MustGet(t, "/v1/webhook_endpoints/we_none"),
+		s.client.MustDo(t, http.MethodDelete, "/v1/webhook_endpoints/we_none", nil, nil),
+		s.client.MustDo(t, http.MethodPost, "/v1/webhook_endpoints/we_none/rotate_secret", nil, nil),
+		s.client.MustGet(t, "/v1/webhook_endpoints/we_none/deliveries"),
+		s.client.MustDo(t, http.MethodPost, "/v1/webhook_deliveries/whd_none/retry", nil, nil),
 	} {
 		require.NoError(t, r.CheckProblem(429, "rate_limited"))
 		require.GreaterOrEqual(t, r.RetryAfter(), 1, "%s", r)
 	}
 	for _, op := range []string{"POST /v1/payments 429", "GET /v1/payments 429", "GET /v1/payments/{id} 429",
 		"POST /v1/payments/{id}/refunds 429", "GET /v1/payments/{id}/refunds 429", "GET /v1/refunds/{id} 429",
-		"GET /v1/routing 429", "PUT /v1/routing 429"} {
+		"GET /v1/routing 429", "PUT /v1/routing 429",
+		"POST /v1/webhook_endpoints 429", "GET /v1/webhook_endpoints 429", "GET /v1/webhook_endpoints/{id} 429",
+		"DELETE /v1/webhook_endpoints/{id} 429", "POST /v1/webhook_endpoints/{id}/rotate_secret 429",
+		"GET /v1/webhook_endpoints/{id}/deliveries 429", "POST /v1/webhook_deliveries/{id}/retry 429"} {
 		v.mu.Lock()
 		n := v.seen[op]
 		v.mu.Unlock()

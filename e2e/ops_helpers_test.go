@@ -140,7 +140,13 @@ type opsMetrics map[string]*dto.MetricFamily
 // scrape fetches and parses the pod's /metrics.
 func (s *opsStack) scrape(t *testing.T) opsMetrics {
 	t.Helper()
-	r := s.anon.MustGet(t, "/metrics")
+	return scrapeMetrics(t, s.anon)
+}
+
+// scrapeMetrics fetches and parses /metrics of the pod c talks to.
+func scrapeMetrics(t *testing.T, c *proctest.Client) opsMetrics {
+	t.Helper()
+	r := c.MustGet(t, "/metrics")
 	require.Equal(t, http.StatusOK, r.Status, "GET /metrics")
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.Raw))

@@ -474,3 +474,29 @@ func TestMetricsOnItsOwnListener(t *testing.T) {
 	require.Contains(t, body, "# TYPE paymentsvc_attempts_backlog_up gauge")
 	require.Zero(t, countMsg(logLines(plain.Logs()), "metrics listening"))
 }
+
+// The merchant webhooks' settings are shown by -h; a retry schedule that is
+// not a list of positive durations, a timeout that is not positive or a bad
+// concurrency is refused at startup (exit 1, one line naming the setting),
+// a malformed on/off or duration as bad usage (exit 2).
+func TestMerchantWebhookSettings(t *testing.T) {
+	t.Parallel()
+	_, help, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	for _, flag := range []string{"--merchant-webhooks", "--merchant-webhook-timeout", "--merchant-webhook-retry-schedule",
+		"--merchant-webhook-allow-private", "--merchant-webhook-allow-http", "--merchant-webhook-concurrency",
+		"--merchant-webhook-endpoint-concurrency", "5s,5m,30m,2h,5h,10h,10h"} {
+		require.Contains(t, help, flag)
+	}
+	for _, env := range []string{"MERCHANT_WEBHOOK_RETRY_SCHEDULE=5s,soon", "MERCHANT_WEBHOOK_RETRY_SCHEDULE=0s",
+		"MERCHANT_WEBHOOK_TIMEOUT=-1s", "MERCHANT_WEBHOOK_CONCURRENCY=-1", "MERCHANT_WEBHOOK_ENDPOINT_CONCURRENCY=1000"} {
+		line, stderr := refusedAtStartup(t, env)
+		require.Contains(t, line.Raw, strings.SplitN(env, "=", 2)[0], env)
+		require.NotContains(t, stderr, `"msg":"listening"`)
+	}
+	for _, env := range []string{"MERCHANT_WEBHOOKS=maybe", "MERCHANT_WEBHOOK_TIMEOUT=soon"} {
+		_, stderr, code := runCLI(t, []string{"HTTP_ADDR=127.0.0.1:0", env}, "serve")
+		require.Equal(t, 2, code, "%s, stderr: %s", env, stderr)
+		require.Contains(t, stderr, strings.SplitN(env, "=", 2)[0])
+	}
+}

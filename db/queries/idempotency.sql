@@ -1,10 +1,11 @@
 -- Ownership of a key is decided here, by the primary key: of two racing
 -- inserts exactly one returns a row.
--- A key names the payment (attempt_id) or the refund (refund_id) it created.
+-- A key names the payment (attempt_id), the refund (refund_id) or the
+-- webhook endpoint (endpoint_id) it created.
 -- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, endpoint_id, locked_until, expires_at)
 VALUES (
-    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.narg(attempt_id), sqlc.narg(refund_id),
+    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.narg(attempt_id), sqlc.narg(refund_id), sqlc.narg(endpoint_id),
     now() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
     now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 )
@@ -87,7 +88,8 @@ FROM idempotency_keys WHERE refund_id = $1;
 
 -- IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
 -- refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
--- the stored response is all the key still held). A key of an unresolved one
+-- the stored response is all the key still held), or that created a webhook
+-- endpoint (stored with its answer, in one transaction). A key of an unresolved one
 -- is kept however old, because a retry with it must resume it rather than
 -- start a new one. A key a request holds right now is passed over: one whose
 -- lock has not expired (its owner may be calling the provider, between
@@ -99,7 +101,9 @@ WHERE (tenant_id, key) IN (
     FROM idempotency_keys AS k
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
-    WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+    WHERE k.expires_at < now()
+      AND (COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+           OR (k.endpoint_id IS NOT NULL AND k.response_code IS NOT NULL))
       AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at
     LIMIT sqlc.arg(max_rows)
@@ -137,3 +141,4 @@ WHERE tenant_id = sqlc.arg(tenant_id)::text AND key = sqlc.arg(key)::text
       SELECT 1 FROM payment_attempts AS a
       WHERE a.id = sqlc.arg(attempt_id)::text AND a.status = sqlc.arg(status)::text AND a.xmin = pg_current_xact_id()::xid
   );
+

@@ -16,6 +16,8 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/delivery"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/ratelimit"
@@ -40,6 +42,9 @@ type Deps struct {
 	// MetricsElsewhere leaves GET /metrics out (404): a listener of its
 	// own serves it (METRICS_ADDR).
 	MetricsElsewhere bool
+	// Endpoints are the merchant webhooks' endpoints and deliveries; nil:
+	// the defaults (https:// only, keys kept payments.DefaultKeyTTL).
+	Endpoints *delivery.Endpoints
 }
 
 type server struct {
@@ -52,6 +57,11 @@ type server struct {
 func New(d Deps) http.Handler {
 	if d.Auth == nil {
 		d.Auth = tenants.NewCache(d.Pool, tenants.CacheConfig{})
+	}
+	if d.Endpoints == nil {
+		d.Endpoints = delivery.NewEndpoints(d.Pool, delivery.EndpointsConfig{
+			Keys: idempotency.Config{LockTTL: payments.DefaultLockTTL, KeyTTL: payments.DefaultKeyTTL},
+		})
 	}
 	if d.Draining == nil {
 		d.Draining = new(atomic.Bool)
@@ -96,6 +106,13 @@ func New(d Deps) http.Handler {
 		r.Get("/v1/refunds/{id}", s.getRefund)
 		r.Put("/v1/routing", s.putRouting)
 		r.Get("/v1/routing", s.getRouting)
+		r.Post("/v1/webhook_endpoints", s.createEndpoint)
+		r.Get("/v1/webhook_endpoints", s.listEndpoints)
+		r.Get("/v1/webhook_endpoints/{id}", s.getEndpoint)
+		r.Delete("/v1/webhook_endpoints/{id}", s.deleteEndpoint)
+		r.Post("/v1/webhook_endpoints/{id}/rotate_secret", s.rotateSecret)
+		r.Get("/v1/webhook_endpoints/{id}/deliveries", s.listDeliveries)
+		r.Post("/v1/webhook_deliveries/{id}/retry", s.retryDelivery)
 	})
 	return tracing.Handler(r)
 }

@@ -93,7 +93,9 @@ WHERE (tenant_id, key) IN (
     FROM idempotency_keys AS k
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
-    WHERE k.expires_at < now() AND COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+    WHERE k.expires_at < now()
+      AND (COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+           OR (k.endpoint_id IS NOT NULL AND k.response_code IS NOT NULL))
       AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at
     LIMIT $1
@@ -103,7 +105,8 @@ WHERE (tenant_id, key) IN (
 
 // IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
 // refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
-// the stored response is all the key still held). A key of an unresolved one
+// the stored response is all the key still held), or that created a webhook
+// endpoint (stored with its answer, in one transaction). A key of an unresolved one
 // is kept however old, because a retry with it must resume it rather than
 // start a new one. A key a request holds right now is passed over: one whose
 // lock has not expired (its owner may be calling the provider, between
@@ -220,11 +223,11 @@ func (q *Queries) IdemKeyGetByRefund(ctx context.Context, db DBTX, refundID *str
 }
 
 const idemKeyInsert = `-- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, endpoint_id, locked_until, expires_at)
 VALUES (
-    $1, $2, $3, $4, $5,
-    now() + $6::bigint * interval '1 millisecond',
-    now() + $7::bigint * interval '1 millisecond'
+    $1, $2, $3, $4, $5, $6,
+    now() + $7::bigint * interval '1 millisecond',
+    now() + $8::bigint * interval '1 millisecond'
 )
 ON CONFLICT (tenant_id, key) DO NOTHING
 RETURNING lock_token
@@ -236,13 +239,15 @@ type IdemKeyInsertParams struct {
 	Fingerprint []byte
 	AttemptID   *string
 	RefundID    *string
+	EndpointID  *string
 	LockTtlMs   int64
 	KeyTtlMs    int64
 }
 
 // Ownership of a key is decided here, by the primary key: of two racing
 // inserts exactly one returns a row.
-// A key names the payment (attempt_id) or the refund (refund_id) it created.
+// A key names the payment (attempt_id), the refund (refund_id) or the
+// webhook endpoint (endpoint_id) it created.
 func (q *Queries) IdemKeyInsert(ctx context.Context, db DBTX, arg IdemKeyInsertParams) (int64, error) {
 	row := db.QueryRow(ctx, idemKeyInsert,
 		arg.TenantID,
@@ -250,6 +255,7 @@ func (q *Queries) IdemKeyInsert(ctx context.Context, db DBTX, arg IdemKeyInsertP
 		arg.Fingerprint,
 		arg.AttemptID,
 		arg.RefundID,
+		arg.EndpointID,
 		arg.LockTtlMs,
 		arg.KeyTtlMs,
 	)

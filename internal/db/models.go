@@ -33,6 +33,7 @@ type IdempotencyKey struct {
 	UpdatedAt    time.Time
 	ExpiresAt    time.Time
 	RefundID     *string
+	EndpointID   *string
 }
 
 type Outbox struct {
@@ -127,6 +128,61 @@ type Tenant struct {
 	CreatedAt    time.Time
 }
 
+type WebhookDelivery struct {
+	ID             string
+	TenantID       string
+	EndpointID     string
+	EventID        string
+	EventType      string
+	PaymentID      string
+	Status         string
+	Attempts       int32
+	ScheduleStep   int32
+	Lease          int64
+	ClaimedUntil   time.Time
+	NextAttemptAt  *time.Time
+	LastStatusCode *int32
+	LastError      *string
+	DeliveredAt    *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type WebhookDeliveryEvent struct {
+	ID         int64
+	DeliveryID string
+	FromStatus string
+	ToStatus   string
+	Source     string
+	Reason     string
+	Attempt    *int32
+	StatusCode *int32
+	Error      *string
+	DurationMs *int32
+	CreatedAt  time.Time
+}
+
+type WebhookEndpoint struct {
+	ID                      string
+	TenantID                string
+	Url                     string
+	EventTypes              []string
+	Description             *string
+	Secret                  *string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	DeletedAt               *time.Time
+}
+
+type WebhookEndpointEvent struct {
+	ID         int64
+	EndpointID string
+	Kind       string
+	CreatedAt  time.Time
+}
+
 type WebhookEvent struct {
 	Provider   string
 	EventID    string
@@ -136,4 +192,13 @@ type WebhookEvent struct {
 	Outcome    string
 	Payload    json.RawMessage
 	ReceivedAt time.Time
+}
+
+type WebhookMessage struct {
+	EventID   string
+	TenantID  string
+	EventType string
+	PaymentID string
+	Body      []byte
+	CreatedAt time.Time
 }

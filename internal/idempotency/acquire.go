@@ -56,10 +56,11 @@ type Result struct {
 // id it is given) in the key's transaction.
 type CreateFunc func(ctx context.Context, tx pgx.Tx, id string) error
 
-// ref names what a key created: a payment's attempt or a refund.
-type ref struct{ attemptID, refundID string }
+// ref names what a key created: a payment's attempt, a refund or a
+// webhook endpoint.
+type ref struct{ attemptID, refundID, endpointID string }
 
-func (r ref) id() string { return r.attemptID + r.refundID }
+func (r ref) id() string { return r.attemptID + r.refundID + r.endpointID }
 
 // Acquire claims (tenantID, key) for a create request with fingerprint fp. A
 // new key is inserted together with its attempt (create, given the attempt
@@ -76,13 +77,22 @@ func AcquireForRefund(ctx context.Context, pool *db.Pool, cfg Config, tenantID, 
 }
 
 func acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRef ref, create CreateFunc) (Result, error) {
+	return acquireWith(ctx, pool, cfg, tenantID, key, fp, func() (Result, bool, error) {
+		return insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
+	})
+}
+
+// acquireWith answers a request from its key as stored, or inserts a
+// missing key with insert (which reports false when someone else inserted
+// it first), looking again while racers change the key.
+func acquireWith(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, insert func() (Result, bool, error)) (Result, error) {
 	for range 5 {
 		// The read comes first: a replay (the common retry) answers from one
 		// SELECT, without a transaction; only a missing key is inserted.
 		res, err := existing(ctx, pool, cfg, tenantID, key, fp)
 		if errors.Is(err, errMissing) {
 			var inserted bool
-			res, inserted, err = insert(ctx, pool, cfg, tenantID, key, fp, newRef, create)
+			res, inserted, err = insert()
 			if err != nil || inserted {
 				return res, err
 			}
@@ -127,7 +137,8 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 
 func insertParams(cfg Config, tenantID, key string, fp []byte, r ref) db.IdemKeyInsertParams {
 	return db.IdemKeyInsertParams{
-		TenantID: tenantID, Key: key, Fingerprint: fp, AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID),
+		TenantID: tenantID, Key: key, Fingerprint: fp,
+		AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID), EndpointID: nonEmpty(r.endpointID),
 		LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
 	}
 }

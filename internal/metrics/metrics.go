@@ -97,3 +97,25 @@ var (
 		Name: "paymentsvc_outbox_publish_errors_total", Help: "Outbox publish attempts that failed.",
 	}))
 )
+
+// Merchant webhooks (internal/delivery).
+var (
+	MerchantWebhookAttempts = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_merchant_webhook_attempts_total",
+		Help: "Attempts to deliver to a merchant's endpoint, by result: success (2xx), http_error (another status), timeout, connection_error, refused_address, shutdown.",
+	}, []string{"result"}))
+	MerchantWebhookAttemptDuration = register(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "paymentsvc_merchant_webhook_attempt_duration_seconds", Help: "Latency of one attempt to deliver to a merchant's endpoint, by result.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30},
+	}, []string{"result"}))
+	MerchantWebhookDeliveries = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_merchant_webhook_deliveries_total",
+		Help: "Merchant webhook deliveries that ended, by outcome: delivered (a 2xx), failed (retries exhausted, or an address refused).",
+	}, []string{"outcome"}))
+	MerchantWebhookPending = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentsvc_merchant_webhook_pending", Help: "Merchant webhook deliveries pending (the backlog), of every pod.",
+	}))
+	MerchantWebhookOldestAge = register(prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paymentsvc_merchant_webhook_oldest_pending_age_seconds", Help: "Age of the oldest pending merchant webhook delivery.",
+	}))
+)

@@ -23,6 +23,7 @@ func TestDocumentedMetricsExist(t *testing.T) {
 		HTTPRequests, HTTPDuration, IdempotencyOutcomes, AttemptTransitions, RefundTransitions,
 		ProviderCalls, ProviderCallDuration, ProviderRetries, ProviderChargeOutcomes, ProviderRefundOutcomes, BreakerState,
 		WebhookOutcomes, OutboxPending, OutboxOldestAge, OutboxPublished, OutboxPublishErrors,
+		MerchantWebhookAttempts, MerchantWebhookAttemptDuration, MerchantWebhookDeliveries, MerchantWebhookPending, MerchantWebhookOldestAge,
 		NewBacklogCollector(nil, nil),
 	} {
 		c.Describe(descs)

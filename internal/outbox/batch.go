@@ -146,6 +146,9 @@ func (r *Relay) mark(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, e
 		if _, err := db.Q.OutboxMarkPublished(ctx, tx, sent); err != nil {
 			return fmt.Errorf("mark published: %w", err)
 		}
+		if err := r.fanout(ctx, tx, rows, errs); err != nil {
+			return err
+		}
 	}
 	if len(failed) > 0 {
 		r.log.Warn("outbox publish failed", "rows", len(failed), "first_id", failed[0], "err", res.firstErr)

@@ -71,6 +71,10 @@ type Config struct {
 	BackoffMax time.Duration
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
+	// Fanout, if set, is given each batch's acknowledged events in the
+	// transaction that marks them published (the merchant webhooks'
+	// deliveries, internal/delivery); nil: nothing is.
+	Fanout Fanout
 
 	// hooks are test signals; the zero value does nothing.
 	hooks hooks

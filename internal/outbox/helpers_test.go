@@ -57,16 +57,7 @@ func setup(t testing.TB, url string) *bundle {
 
 // testLogger logs warnings and errors through t, so a failing test shows
 // what the relay saw.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t) }
 
 // newRelay builds a relay on pool with cfg, failing t on error.
 func newRelay(t testing.TB, pool *db.Pool, cfg outbox.Config) *outbox.Relay {

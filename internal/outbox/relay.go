@@ -195,12 +195,7 @@ func (l *loop) wait(ctx context.Context, d time.Duration, onNotify bool) {
 
 // signal sends on a 1-buffered channel without blocking: one pending wake-up
 // stands for any number.
-func signal(c chan<- struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
+func signal(c chan<- struct{}) { db.Signal(c) }
 
 // sleep waits d and reports whether ctx is still live.
 func sleep(ctx context.Context, d time.Duration) bool {

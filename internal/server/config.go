@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
@@ -45,6 +46,12 @@ type Config struct {
 	// MetricsAddr serves GET /metrics on its own listener, and then the
 	// API's does not ("": on the API's listener).
 	MetricsAddr string
+	// MerchantWebhooks runs the delivery of the merchant webhooks in this
+	// pod (MERCHANT_WEBHOOKS); the endpoints API works either way.
+	MerchantWebhooks bool
+	// MerchantWebhook configures the deliverer (MERCHANT_WEBHOOK_*).
+	MerchantWebhook delivery.Config
+	scheduleErr     error // MERCHANT_WEBHOOK_RETRY_SCHEDULE unreadable
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -65,6 +72,13 @@ func Flags(s *envflag.Set) func() Config {
 	authTTL := s.Duration("AUTH_CACHE_TTL", tenants.DefaultCacheTTL, "how long a pod keeps an API key's tenant in memory (unknown keys: at most 2s): a revoked key keeps working for up to this long; 0s: ask the database on every request")
 	pprofAddr := s.String("PPROF_ADDR", "", "serve net/http/pprof (profiles) on this address, a listener of its own; keep it private; empty: off")
 	metricsAddr := s.String("METRICS_ADDR", "", "serve GET /metrics on this address only, a listener of its own, and no longer on HTTP_ADDR; empty: /metrics on HTTP_ADDR")
+	webhooks := s.Bool("MERCHANT_WEBHOOKS", true, "on: this pod delivers the merchant webhooks (events to the tenants' endpoints); off: it makes no delivery attempts (the endpoints API works all the same)")
+	whTimeout := s.Duration("MERCHANT_WEBHOOK_TIMEOUT", delivery.DefaultTimeout, "one delivery attempt: connect, TLS, request and the answer's status; a 2xx within it delivers")
+	whSchedule := s.String("MERCHANT_WEBHOOK_RETRY_SCHEDULE", delivery.FormatSchedule(delivery.DefaultSchedule), "comma-separated waits before each retry of a delivery without a 2xx; after the last, it is failed")
+	whPrivate := s.Bool("MERCHANT_WEBHOOK_ALLOW_PRIVATE", false, "development and tests only: let deliveries connect to loopback, private and other non-public addresses")
+	whHTTP := s.Bool("MERCHANT_WEBHOOK_ALLOW_HTTP", false, "development and tests only: accept http:// endpoint URLs (else https:// only)")
+	whConc := s.Int("MERCHANT_WEBHOOK_CONCURRENCY", delivery.DefaultConcurrency, "deliveries a pod holds at once (claimed, queued for their endpoint, or in flight)")
+	whEndpointConc := s.Int("MERCHANT_WEBHOOK_ENDPOINT_CONCURRENCY", delivery.DefaultEndpointConcurrency, "delivery attempts in flight to one endpoint from one pod")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
@@ -74,6 +88,12 @@ func Flags(s *envflag.Set) func() Config {
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
 			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr, MetricsAddr: *metricsAddr,
 		}
+		c.MerchantWebhooks = *webhooks
+		c.MerchantWebhook = delivery.Config{
+			Timeout: *whTimeout, AllowPrivate: *whPrivate, AllowHTTP: *whHTTP,
+			Concurrency: *whConc, EndpointConcurrency: *whEndpointConc,
+		}
+		c.MerchantWebhook.Schedule, c.scheduleErr = delivery.ParseSchedule(*whSchedule)
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets
 			if own, ok := s.Lookup(settings.ProviderVar("WEBHOOK_SECRETS", p.Name)); ok {

@@ -9,12 +9,15 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apispec "github.com/acme/paymentsvc/api"
 	"github.com/acme/paymentsvc/internal/api"
 	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/failpoint"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/outbox"
@@ -53,6 +56,15 @@ func (c Config) Validate() error {
 	}
 	if c.AuthCacheTTL < 0 {
 		return fmt.Errorf("AUTH_CACHE_TTL (%s) must not be negative", c.AuthCacheTTL)
+	}
+	if c.scheduleErr != nil {
+		return fmt.Errorf("MERCHANT_WEBHOOK_RETRY_SCHEDULE: %w", c.scheduleErr)
+	}
+	if c.MerchantWebhook.Timeout <= 0 {
+		return fmt.Errorf("MERCHANT_WEBHOOK_TIMEOUT (%s) must be positive", c.MerchantWebhook.Timeout)
+	}
+	if err := c.MerchantWebhook.Validate(); err != nil {
+		return fmt.Errorf("MERCHANT_WEBHOOK_CONCURRENCY and MERCHANT_WEBHOOK_ENDPOINT_CONCURRENCY: %w", err)
 	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
@@ -102,6 +114,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	handler := api.New(api.Deps{
 		Pool: pool, Payments: a.Payments, Webhooks: webhooks,
+		Endpoints: delivery.NewEndpoints(pool, delivery.EndpointsConfig{
+			AllowHTTP: cfg.MerchantWebhook.AllowHTTP, Keys: idempotency.Config{LockTTL: cfg.LockTTL, KeyTTL: cfg.KeyTTL},
+		}),
 		OpenAPI: apispec.OpenAPI, Draining: draining, Log: log, MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit: ratelimit.New(ratelimit.Config{Limit: cfg.TenantRateLimit, Burst: cfg.TenantRateBurst}),
 		Auth:      tenants.NewCache(pool, authCacheConfig(cfg.AuthCacheTTL)),
@@ -131,7 +146,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopBG()
 	var wg sync.WaitGroup
 	if cfg.OutboxRelay {
-		relay, err := outbox.NewRelay(pool, outbox.Config{NATSURL: cfg.NATSURL, StreamReplicas: cfg.StreamReplicas, Logger: log})
+		relay, err := outbox.NewRelay(pool, outbox.Config{
+			NATSURL: cfg.NATSURL, StreamReplicas: cfg.StreamReplicas, Logger: log, Fanout: delivery.NewFanout(log),
+		})
 		if err != nil {
 			return err
 		}
@@ -141,10 +158,25 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		})
 	}
+	wg.Go(func() { delivery.RefreshGauges(bg, pool, 10*time.Second, log) })
+	if cfg.MerchantWebhooks {
+		whCfg := cfg.MerchantWebhook
+		whCfg.Logger = log
+		deliverer, err := delivery.NewDeliverer(pool, whCfg)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			if err := deliverer.Run(bg); err != nil {
+				log.Error("merchant webhooks stopped", "err", err)
+			}
+		})
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "database", db.Redact(cfg.DatabaseURL), "outbox_relay", cfg.OutboxRelay,
+		"merchant_webhooks", cfg.MerchantWebhooks,
 		"tenant_rate_limit", cfg.TenantRateLimit, "tracing", tracing.Enabled())
 
 	select {

@@ -6,6 +6,7 @@ package testkit
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -76,4 +77,17 @@ func Background(t testing.TB, run func(ctx context.Context) error) (stop func())
 	})
 	t.Cleanup(stop)
 	return stop
+}
+
+// Logger logs warnings and errors through t, so that a failing test shows
+// what the component under test saw (a relay's, a deliverer's logs).
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
 }

@@ -1,0 +1,97 @@
+package db
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Listener keeps a session LISTENing for the NOTIFYs of one channel and
+// signals Wake on every one, reconnecting with Backoff until its context
+// ends: the wake-up of a background worker (the outbox relay, the merchant
+// webhooks' deliverer), which still polls while it is down, only later.
+type Listener struct {
+	// Name names the channel in logs ("outbox LISTEN connection …").
+	Name string
+	// Listen runs the LISTEN statement (a generated query) on the session.
+	Listen func(ctx context.Context, q DBTX) error
+	// Wake is signalled on every notification, and once the session
+	// listens, since rows committed while nobody listened would otherwise
+	// wait for a poll.
+	Wake chan<- struct{}
+	// Up is signalled when the session listens again after a failure: the
+	// database is back, so the worker need not sit out the rest of its own
+	// backoff. Nil: not signalled.
+	Up chan<- struct{}
+	// Backoff is the wait before reconnect number failures+1.
+	Backoff func(failures int) time.Duration
+	Log     *slog.Logger
+}
+
+// Run listens until ctx ends. The session's settings are pool's: with
+// several hosts and target_session_attrs=read-write it finds the new
+// primary after a failover.
+func (l Listener) Run(ctx context.Context, pool *Pool) {
+	failures := 0
+	for {
+		err := l.once(ctx, pool, func() {
+			if failures > 0 {
+				l.Log.Info(l.Name+" LISTEN connection restored", "failures", failures)
+				if l.Up != nil {
+					Signal(l.Up)
+				}
+			}
+			failures = 0
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		failures++
+		d := l.Backoff(failures)
+		l.Log.Warn(l.Name+" LISTEN connection failed; polling only", "err", err, "retry_in", d.String())
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// once uses a connection of its own rather than one of the pool's: a
+// LISTENing session must not go back to the pool, and a worker should not
+// hold one of the slots the API needs.
+func (l Listener) once(ctx context.Context, pool *Pool, listening func()) error {
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if err := l.Listen(ctx, conn); err != nil {
+		return err
+	}
+	listening()
+	Signal(l.Wake)
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		Signal(l.Wake)
+	}
+}
+
+// Signal sends on a 1-buffered channel without blocking: one pending
+// wake-up stands for any number.
+func Signal(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
