@@ -234,6 +234,7 @@ func faultsJSON(f providersim.Faults) string {
 		ErrorStatus     int     `json:"error_status,omitempty"`
 		DropAfterCommit bool    `json:"drop_after_commit,omitempty"`
 		Refunds         bool    `json:"refunds,omitempty"`
+		Captures        bool    `json:"captures,omitempty"`
 	}(f))
 	return string(b)
 }
