@@ -21,6 +21,7 @@ import (
 
 // RefundInput is a validated POST /v1/payments/{id}/refunds.
 type RefundInput struct {
+	Origin         // who asks: the tenant API unless set
 	TenantID       string
 	PaymentID      string
 	IdempotencyKey string
@@ -45,6 +46,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 			created, paid, err = refunds.Create(ctx, tx, refunds.New{
 				ID: refundID, TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey,
 				Amount: in.Amount, Reason: in.Reason, Metadata: in.Metadata,
+				Source: in.source(), Audit: in.says("created"),
 			})
 			return err
 		})
@@ -59,38 +61,28 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	case err != nil:
 		return Reply{}, err
 	}
-	if reply, done, err := keyAnswer(res, in.PaymentID); done {
-		return reply, err
-	}
-	k := refundsKind{s}
-	var sub subject
-	if res.Created {
-		k.counted(lifecycle.Created, lifecycle.SourceAPI)
-		failpoint.Hit(failpoint.RefundAfterKeyAcquired)
-		sub = refundSubject(created, paid)
-	} else {
-		// A takeover: resume from the refund's committed status.
-		sub, err = k.load(context.WithoutCancel(ctx), s.pool, res.RefundID)
-	}
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.drive(ctx, k, res.Lock, sub, nil)
+	return s.operate(ctx, refundsKind{s: s}, res, res.RefundID, in.PaymentID,
+		func() subject { return refundSubject(created, paid) }, in.Origin)
 }
 
 // refundsKind is the flow's kind for a refund.
-type refundsKind struct{ s *Service }
+type refundsKind struct {
+	onPayment
+	s *Service
+}
 
 var _ kind = refundsKind{}
 
-// refundRecord is a refund with its payment's charge, which the provider
-// is asked to refund.
-type refundRecord struct {
-	refunds.Refund
-	chargeID string
-}
-
 func (refundsKind) name() string { return "refund" }
+
+// refundSubject is refund r of payment p as the flow sees it.
+func refundSubject(r refunds.Refund, p attempts.Attempt) subject {
+	var providerID string
+	if r.ProviderRefundID != nil {
+		providerID = *r.ProviderRefundID
+	}
+	return operationOf(r.ID, r.Status, r.Provider, providerID, p, r)
+}
 
 func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (subject, error) {
 	p, err := attempts.Get(ctx, q, r.PaymentID)
@@ -98,19 +90,6 @@ func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (
 		return subject{}, err
 	}
 	return refundSubject(r, p), nil
-}
-
-// refundSubject is refund r of payment p as the flow sees it.
-func refundSubject(r refunds.Refund, p attempts.Attempt) subject {
-	rec := refundRecord{Refund: r}
-	if p.ProviderChargeID != nil {
-		rec.chargeID = *p.ProviderChargeID
-	}
-	sub := subject{id: r.ID, status: r.Status, provider: r.Provider, rec: rec}
-	if r.ProviderRefundID != nil {
-		sub.providerID = *r.ProviderRefundID
-	}
-	return sub
 }
 
 func (k refundsKind) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
@@ -136,18 +115,8 @@ func (k refundsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, b
 	return sub, ok, err
 }
 
-func (refundsKind) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
-	detail, dedupe := conflictDetail(sub, c)
-	detail["refund_id"] = sub.id
-	rec := sub.rec.(refundRecord)
-	return attempts.RecordAnomaly(ctx, tx, attempts.Anomaly{
-		Kind: "conflicting_report", AttemptID: rec.PaymentID, ChargeID: rec.chargeID, Source: c.source,
-		Detail: detail, DedupeKey: dedupe,
-	})
-}
-
 func (refundsKind) reply(sub subject) (Reply, error) {
-	return refundReply(sub.rec.(refundRecord).Refund)
+	return refundReply(sub.rec.(refunds.Refund))
 }
 
 func refundReply(r refunds.Refund) (Reply, error) {
@@ -158,26 +127,33 @@ func refundReply(r refunds.Refund) (Reply, error) {
 	return Reply{Code: StatusCode(r.Status), Body: body, PaymentID: r.PaymentID, RefundID: r.ID}, nil
 }
 
-// candidates: a refund goes to its payment's provider alone.
-func (refundsKind) candidates(sub subject) []string { return []string{sub.provider} }
-
 func (refundsKind) call(ctx context.Context, sub subject, p Provider) provider.Result {
-	rec := sub.rec.(refundRecord)
+	r := sub.rec.(refunds.Refund)
 	return p.CreateRefund(ctx, provider.RefundRequest{
-		ChargeID: rec.chargeID, Amount: rec.Amount, Reference: rec.ID, IdempotencyKey: refunds.ProviderKey(rec.ID),
+		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, IdempotencyKey: refunds.ProviderKey(r.ID),
 	})
 }
 
-func (k refundsKind) lookup(ctx context.Context, sub subject) (found, error) {
+func (refundsKind) answered(_ context.Context, _ subject, _ Provider, r provider.Result) change {
+	if r.Outcome == provider.Declined {
+		return change{to: lifecycle.Failed, failureCode: r.DeclineCode}
+	}
+	return change{to: lifecycle.Succeeded, providerID: r.Refund.ID}
+}
+
+func (k refundsKind) lookup(ctx context.Context, sub subject) (change, error) {
 	p, err := k.s.Provider(sub.provider)
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
 	re, err := p.RefundByKey(ctx, refunds.ProviderKey(sub.id))
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
-	return found{providerID: re.ID, succeeded: re.Status == provider.RefundSucceeded, failureCode: "provider_refund_failed"}, nil
+	if re.Status != provider.RefundSucceeded {
+		return change{to: lifecycle.Failed, providerID: re.ID, failureCode: "provider_refund_failed"}, nil
+	}
+	return change{to: lifecycle.Succeeded, providerID: re.ID}, nil
 }
 
 func (refundsKind) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
