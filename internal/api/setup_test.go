@@ -28,6 +28,7 @@ type bundle struct {
 	t    testing.TB
 	pool *db.Pool
 	url  string
+	sim  *proctest.Sim
 	anon *proctest.Client // sends no API key: requests set their own headers
 	a, b tenants.Created
 }
@@ -67,7 +68,7 @@ func setupWith(t testing.TB, opt setupOptions) *bundle {
 	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log, RateLimit: opt.rateLimit}))
 	t.Cleanup(srv.Close)
 
-	b := &bundle{t: t, pool: d.Pool, url: srv.URL, anon: proctest.NewClient(srv.URL, "")}
+	b := &bundle{t: t, pool: d.Pool, url: srv.URL, sim: sim, anon: proctest.NewClient(srv.URL, "")}
 	b.a = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-a"})
 	b.b = testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop-b"})
 	return b

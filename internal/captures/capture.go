@@ -118,3 +118,8 @@ func fromRow(r db.Capture) Capture {
 	}
 	return c
 }
+
+// OrphanVoidKey is the idempotency key of settlement's void of orphan
+// authorization chargeID (an authorized charge no payment of ours stands
+// for): derived from the charge, so settling a day again voids nothing twice.
+func OrphanVoidKey(chargeID string) string { return "void_" + chargeID }

@@ -1,0 +1,98 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
+	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/payments"
+	"github.com/acme/paymentsvc/internal/reqlog"
+)
+
+// createCapture is POST /v1/payments/{id}/captures. Like a refund, the
+// fingerprint names the concrete path, and no body is the empty object.
+func (s *server) createCapture(w http.ResponseWriter, r *http.Request) {
+	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
+	if !ok {
+		return
+	}
+	req, err := decodeCapture(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fp, err := fingerprint(r.URL.Path, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req.TenantID, req.PaymentID, req.IdempotencyKey, req.Fingerprint = tenantOf(r.Context()).ID, chi.URLParam(r, "id"), key, fp
+	reqlog.From(r.Context()).PaymentID = req.PaymentID
+	reply, err := s.Payments.Capture(r.Context(), req)
+	s.writeReply(w, r, reply, err)
+}
+
+// createVoid is POST /v1/payments/{id}/voids, like createCapture.
+func (s *server) createVoid(w http.ResponseWriter, r *http.Request) {
+	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
+	if !ok {
+		return
+	}
+	req, err := decodeVoid(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fp, err := fingerprint(r.URL.Path, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req.TenantID, req.PaymentID, req.IdempotencyKey, req.Fingerprint = tenantOf(r.Context()).ID, chi.URLParam(r, "id"), key, fp
+	reqlog.From(r.Context()).PaymentID = req.PaymentID
+	reply, err := s.Payments.Void(r.Context(), req)
+	s.writeReply(w, r, reply, err)
+}
+
+// getCapture is GET /v1/captures/{id}[?sync=true].
+func (s *server) getCapture(w http.ResponseWriter, r *http.Request) {
+	s.getHold(w, r, captures.KindCapture, apperr.CaptureNotFound)
+}
+
+// getVoid is GET /v1/voids/{id}[?sync=true].
+func (s *server) getVoid(w http.ResponseWriter, r *http.Request) {
+	s.getHold(w, r, captures.KindVoid, apperr.VoidNotFound)
+}
+
+// getHold answers capture or void (kind k) {id}, asking the provider first
+// for ?sync=true when it is PENDING or UNKNOWN (as getRefund does).
+func (s *server) getHold(w http.ResponseWriter, r *http.Request, k captures.Kind, missing apperr.Code) {
+	t := tenantOf(r.Context())
+	id := chi.URLParam(r, "id")
+	c, err := captures.GetForTenant(r.Context(), s.Pool, t.ID, k, id)
+	if errors.Is(err, captures.ErrNotFound) {
+		s.writeError(w, r, apperr.New(missing, "no %s %q", k, id))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	reqlog.From(r.Context()).PaymentID = c.PaymentID
+	if r.URL.Query().Get("sync") == "true" && (c.Status == lifecycle.Pending || c.Status == lifecycle.Unknown) {
+		if c, _, err = s.Payments.SyncCapture(r.Context(), c.ID, payments.SyncOptions{Source: attempts.SourceAPI}); err != nil {
+			// The provider could not be asked: answer what we know.
+			s.log.WarnContext(r.Context(), string(k)+" sync failed", string(k)+"_id", id, "err", err)
+			if c, err = captures.GetForTenant(r.Context(), s.Pool, t.ID, k, id); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, c.Public())
+}
