@@ -129,9 +129,9 @@ type Seeded struct {
 
 // paths lead from CREATED to each status, as the API moves an attempt.
 var paths = map[attempts.Status][]attempts.Status{
-	attempts.Created:   nil,
-	attempts.Pending:   {attempts.Pending},
-	attempts.Unknown:   {attempts.Pending, attempts.Unknown},
+	attempts.Created:    nil,
+	attempts.Pending:    {attempts.Pending},
+	attempts.Unknown:    {attempts.Pending, attempts.Unknown},
 	attempts.Succeeded:  {attempts.Pending, attempts.Succeeded},
 	attempts.Failed:     {attempts.Pending, attempts.Failed},
 	attempts.Authorized: {attempts.Pending, attempts.Authorized},

@@ -41,7 +41,7 @@ const defaultFailureCode = "provider_failed"
 type result struct {
 	outcome   string
 	attemptID string
-	refundID  string          // the refund a refund event was about, when found
+	refundID  string // the refund a refund event was about, when found
 	// captureID is the capture or void of ours (of captureKind) a
 	// charge.captured or charge.voided event was about, when found.
 	captureID   string
