@@ -187,9 +187,9 @@ func TestSettleABusyDayPageByPage(t *testing.T) {
 	day := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	// The payments, straight into the table (tests may): created that day.
 	b.exec(`INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency,
-	                                      payment_method, status, provider, provider_charge_id, created_at, updated_at)
+	                                      payment_method, status, provider, provider_charge_id, created_at, updated_at, amount_captured)
 		SELECT 'pay_busy_' || g, $1, 'o_' || g, 'k_' || g, 500, 'USD', 'pm_card_visa', 'SUCCEEDED', 'sim',
-		       'ch_busy_' || g, $2::timestamptz + (g % 86400) * interval '1 second', now()
+		       'ch_busy_' || g, $2::timestamptz + (g % 86400) * interval '1 second', now(), 500
 		FROM generate_series(1, $3::int) AS g`, b.tenantID, day, n)
 	charges := make([]providersim.Charge, 0, n+5)
 	for i := 1; i <= n; i++ {
