@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -14,36 +15,29 @@ import (
 	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
-// createCapture is POST /v1/payments/{id}/captures. Like a refund, the
-// fingerprint names the concrete path, and no body is the empty object.
+// createCapture is POST /v1/payments/{id}/captures.
 func (s *server) createCapture(w http.ResponseWriter, r *http.Request) {
-	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
-	if !ok {
-		return
-	}
-	req, err := decodeCapture(body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	fp, err := fingerprint(r.URL.Path, body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req.TenantID, req.PaymentID, req.IdempotencyKey, req.Fingerprint = tenantOf(r.Context()).ID, chi.URLParam(r, "id"), key, fp
-	reqlog.From(r.Context()).PaymentID = req.PaymentID
-	reply, err := s.Payments.Capture(r.Context(), req)
-	s.writeReply(w, r, reply, err)
+	createOperation(s, w, r, decodeCapture, s.Payments.Capture)
 }
 
-// createVoid is POST /v1/payments/{id}/voids, like createCapture.
+// createVoid is POST /v1/payments/{id}/voids.
 func (s *server) createVoid(w http.ResponseWriter, r *http.Request) {
+	createOperation(s, w, r, decodeVoid, s.Payments.Void)
+}
+
+// createOperation runs a POST that creates an operation on payment {id}
+// (a refund, a capture, a void): the key, the body (every field optional,
+// so no body is the empty object), decode's validation, the fingerprint of
+// the concrete path (so one key cannot act on two payments), then run.
+func createOperation[T any, PT interface {
+	*T
+	Operation() *payments.OperationRequest
+}](s *server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error), run func(context.Context, T) (payments.Reply, error)) {
 	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
 	if !ok {
 		return
 	}
-	req, err := decodeVoid(body)
+	req, err := decode(body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -53,9 +47,10 @@ func (s *server) createVoid(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	req.TenantID, req.PaymentID, req.IdempotencyKey, req.Fingerprint = tenantOf(r.Context()).ID, chi.URLParam(r, "id"), key, fp
-	reqlog.From(r.Context()).PaymentID = req.PaymentID
-	reply, err := s.Payments.Void(r.Context(), req)
+	op := PT(&req).Operation()
+	op.TenantID, op.PaymentID, op.IdempotencyKey, op.Fingerprint = tenantOf(r.Context()).ID, chi.URLParam(r, "id"), key, fp
+	reqlog.From(r.Context()).PaymentID = op.PaymentID
+	reply, err := run(r.Context(), req)
 	s.writeReply(w, r, reply, err)
 }
 

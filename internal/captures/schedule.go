@@ -18,22 +18,16 @@ func ClaimDue(ctx context.Context, q db.DBTX, k Kind, minAge time.Duration, max 
 	rows, err := db.Q.CaptureClaimDue(ctx, q, db.CaptureClaimDueParams{
 		Kind: string(k), MinAgeMs: minAge.Milliseconds(), MaxRows: int32(max), LeaseMs: lease.Milliseconds(),
 	})
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]lifecycle.Claim, len(rows))
-	for i, r := range rows {
-		out[i] = lifecycle.Claim{ID: r.ID, Status: lifecycle.Status(r.Status), CheckCount: int(r.CheckCount), NeedsReview: r.NeedsReview}
-	}
-	return out, nil
+	return lifecycle.ClaimsOf(rows, func(r db.CaptureClaimDueRow) lifecycle.Claim {
+		return lifecycle.Claim{ID: r.ID, Status: lifecycle.Status(r.Status), CheckCount: int(r.CheckCount), NeedsReview: r.NeedsReview}
+	}), translate(err)
 }
 
 // ScheduleNextCheck records a check that left capture or void id
 // unresolved; false when it was resolved meanwhile.
 func ScheduleNextCheck(ctx context.Context, q db.DBTX, id string, checks int, delay time.Duration, review bool) (bool, error) {
-	n, err := db.Q.CaptureScheduleNextCheck(ctx, q, db.CaptureScheduleNextCheckParams{
-		ID: id, CheckCount: int32(checks), DelayMs: delay.Milliseconds(), NeedsReview: review,
-	})
+	arg := db.CaptureScheduleNextCheckParams{ID: id, CheckCount: int32(checks), DelayMs: delay.Milliseconds(), NeedsReview: review}
+	n, err := db.Q.CaptureScheduleNextCheck(ctx, q, arg)
 	return n == 1, translate(err)
 }
 

@@ -152,3 +152,13 @@ type Claim struct {
 	CheckCount  int
 	NeedsReview bool
 }
+
+// ClaimsOf is the claims that rows, as a claim query returned them, stand
+// for (claim reads one).
+func ClaimsOf[T any](rows []T, claim func(T) Claim) []Claim {
+	out := make([]Claim, len(rows))
+	for i, r := range rows {
+		out[i] = claim(r)
+	}
+	return out
+}

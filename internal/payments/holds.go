@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,22 +20,14 @@ import (
 
 // CaptureInput is a validated POST /v1/payments/{id}/captures.
 type CaptureInput struct {
-	Origin         // who asks: the tenant API unless set
-	TenantID       string
-	PaymentID      string
-	IdempotencyKey string
-	Fingerprint    []byte
-	Amount         *int64 // nil: all that is authorized
+	OperationRequest
+	Amount *int64 // nil: all that is authorized
 }
 
 // VoidInput is a validated POST /v1/payments/{id}/voids.
 type VoidInput struct {
-	Origin         // who asks: the tenant API unless set
-	TenantID       string
-	PaymentID      string
-	IdempotencyKey string
-	Fingerprint    []byte
-	Reason         *string // one of captures.VoidReasons, or nil
+	OperationRequest
+	Reason *string // one of captures.VoidReasons, or nil
 }
 
 // Capture runs one POST /v1/payments/{id}/captures: the key protocol and
@@ -46,27 +37,24 @@ type VoidInput struct {
 // nothing. A capture that succeeds makes its payment SUCCEEDED with the
 // amount captured.
 func (s *Service) Capture(ctx context.Context, in CaptureInput) (Reply, error) {
-	return s.hold(ctx, captures.KindCapture, in.Origin, captures.New{
-		TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey, Amount: in.Amount,
-	}, in.Fingerprint)
+	return s.hold(ctx, captures.KindCapture, in.OperationRequest, captures.New{Amount: in.Amount})
 }
 
 // Void runs one POST /v1/payments/{id}/voids, like Capture. A void that
 // succeeds makes its payment CANCELED with the void's reason.
 func (s *Service) Void(ctx context.Context, in VoidInput) (Reply, error) {
-	return s.hold(ctx, captures.KindVoid, in.Origin, captures.New{
-		TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey, Reason: in.Reason,
-	}, in.Fingerprint)
+	return s.hold(ctx, captures.KindVoid, in.OperationRequest, captures.New{Reason: in.Reason})
 }
 
-// hold runs a capture or void request n of kind ck.
-func (s *Service) hold(ctx context.Context, ck captures.Kind, o Origin, n captures.New, fp []byte) (Reply, error) {
+// hold runs request in of a capture or void (kind ck; n holds its own fields).
+func (s *Service) hold(ctx context.Context, ck captures.Kind, in OperationRequest, n captures.New) (Reply, error) {
 	var (
 		created captures.Capture
 		held    attempts.Attempt // created's payment, as Create read it
 	)
-	n.Kind, n.Source, n.Audit = ck, o.source(), o.says("created")
-	res, err := idempotency.AcquireForCapture(ctx, s.pool, s.cfg.keys(), n.TenantID, n.IdempotencyKey, fp,
+	n.Kind, n.TenantID, n.PaymentID, n.IdempotencyKey = ck, in.TenantID, in.PaymentID, in.IdempotencyKey
+	n.Source, n.Audit = in.source(), in.says("created")
+	res, err := idempotency.AcquireForCapture(ctx, s.pool, s.cfg.keys(), n.TenantID, n.IdempotencyKey, in.Fingerprint,
 		ck.NewID(), func(ctx context.Context, tx pgx.Tx, id string) error {
 			n.ID = id
 			var err error
@@ -86,8 +74,8 @@ func (s *Service) hold(ctx context.Context, ck captures.Kind, o Origin, n captur
 	case err != nil:
 		return Reply{}, err
 	}
-	return s.operate(ctx, holdsKind{s: s, kind: ck}, res, res.CaptureID, n.PaymentID,
-		func() subject { return holdSubject(created, held) }, o)
+	return s.operate(ctx, newHoldsKind(s, ck), res, res.CaptureID, n.PaymentID,
+		func() subject { return holdSubject(created, held) }, in.Origin)
 }
 
 // SyncCapture is Sync for capture or void id.
@@ -96,7 +84,7 @@ func (s *Service) SyncCapture(ctx context.Context, id string, opt SyncOptions) (
 	if err != nil {
 		return captures.Capture{}, 0, err
 	}
-	sub, outcome, err := s.sync(ctx, holdsKind{s: s, kind: c.Kind}, id, opt)
+	sub, outcome, err := s.sync(ctx, newHoldsKind(s, c.Kind), id, opt)
 	if got, ok := sub.rec.(captures.Capture); ok {
 		c = got
 	}
@@ -106,38 +94,25 @@ func (s *Service) SyncCapture(ctx context.Context, id string, opt SyncOptions) (
 // holdsKind is the flow's kind for a capture or a void (kind) of a held
 // authorization.
 type holdsKind struct {
-	onPayment
+	onPayment[captures.Capture]
 	s    *Service
 	kind captures.Kind
 }
 
 var _ kind = holdsKind{}
 
+func newHoldsKind(s *Service, k captures.Kind) holdsKind {
+	return holdsKind{s: s, kind: k, onPayment: onPayment[captures.Capture]{
+		get: captures.Get, touchRow: captures.Touch, quiet: captures.QuietFor,
+		paymentOf: func(c captures.Capture) string { return c.PaymentID }, subjectOf: holdSubject,
+	}}
+}
+
 func (k holdsKind) name() string { return string(k.kind) }
 
 // holdSubject is capture or void c of payment p as the flow sees it.
 func holdSubject(c captures.Capture, p attempts.Attempt) subject {
 	return operationOf(c.ID, c.Status, c.Provider, "", p, c)
-}
-
-func (holdsKind) subjectOf(ctx context.Context, q db.DBTX, c captures.Capture) (subject, error) {
-	p, err := attempts.Get(ctx, q, c.PaymentID)
-	if err != nil {
-		return subject{}, err
-	}
-	return holdSubject(c, p), nil
-}
-
-func (k holdsKind) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
-	c, err := captures.Get(ctx, q, id)
-	if err != nil {
-		return subject{}, err
-	}
-	return k.subjectOf(ctx, q, c)
-}
-
-func (holdsKind) touch(ctx context.Context, q db.DBTX, id string) error {
-	return captures.Touch(ctx, q, id)
 }
 
 func (k holdsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
@@ -147,7 +122,7 @@ func (k holdsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, boo
 	if err != nil {
 		return subject{}, false, err
 	}
-	sub, err := k.subjectOf(ctx, tx, got)
+	sub, err := k.with(ctx, tx, got)
 	return sub, ok, err
 }
 
@@ -236,10 +211,6 @@ func (k holdsKind) lookup(ctx context.Context, sub subject) (change, error) {
 		return change{}, err
 	}
 	return change{to: lifecycle.Succeeded, captured: h.Amount}, nil
-}
-
-func (holdsKind) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
-	return captures.QuietFor(ctx, q, id, d)
 }
 
 func (k holdsKind) takeOver(ctx context.Context, id string) (idempotency.Lock, bool, error) {

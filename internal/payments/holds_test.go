@@ -44,7 +44,9 @@ func fp(what string) []byte {
 }
 
 func (b *bundle) capture(svc *payments.Service, paymentID, key string, amount int64) (payments.Reply, error) {
-	in := payments.CaptureInput{TenantID: b.tenantID, PaymentID: paymentID, IdempotencyKey: key, Fingerprint: fp(paymentID + "/captures" + fmt.Sprint(amount))}
+	in := payments.CaptureInput{OperationRequest: payments.OperationRequest{
+		TenantID: b.tenantID, PaymentID: paymentID, IdempotencyKey: key, Fingerprint: fp(paymentID + "/captures" + fmt.Sprint(amount)),
+	}}
 	if amount > 0 {
 		in.Amount = &amount
 	}
@@ -53,9 +55,9 @@ func (b *bundle) capture(svc *payments.Service, paymentID, key string, amount in
 
 func (b *bundle) void(svc *payments.Service, paymentID, key string) (payments.Reply, error) {
 	reason := "requested_by_customer"
-	return svc.Void(b.ctx, payments.VoidInput{
-		TenantID: b.tenantID, PaymentID: paymentID, IdempotencyKey: key, Fingerprint: fp(paymentID + "/voids"), Reason: &reason,
-	})
+	return svc.Void(b.ctx, payments.VoidInput{OperationRequest: payments.OperationRequest{
+		TenantID: b.tenantID, PaymentID: paymentID, IdempotencyKey: key, Fingerprint: fp(paymentID + "/voids"),
+	}, Reason: &reason})
 }
 
 // op decodes a capture's or void's answer.

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
@@ -19,15 +20,61 @@ import (
 // (refundsKind, holdsKind) supply the rest: their table, their provider
 // call and look-up, their reply.
 
-// onPayment is the part of a kind that every operation shares.
-type onPayment struct{}
+// OperationRequest is what every request of an operation on a payment
+// carries besides its own fields: who asks, the payment, and the key.
+type OperationRequest struct {
+	Origin         // who asks: the tenant API unless set
+	TenantID       string
+	PaymentID      string
+	IdempotencyKey string
+	Fingerprint    []byte
+}
+
+// Operation is r itself, so that code filling in the request of any
+// operation reaches it through one method.
+func (r *OperationRequest) Operation() *OperationRequest { return r }
+
+// onPayment is the part of a kind that every operation shares: how its
+// owner package reads and touches it (R is its record), and whose payment
+// it is.
+type onPayment[R any] struct {
+	get       func(ctx context.Context, q db.DBTX, id string) (R, error)
+	touchRow  func(ctx context.Context, q db.DBTX, id string) error
+	quiet     func(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error)
+	paymentOf func(R) string
+	// subjectOf is record r of payment p as the flow sees it.
+	subjectOf func(r R, p attempts.Attempt) subject
+}
+
+func (o onPayment[R]) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
+	r, err := o.get(ctx, q, id)
+	if err != nil {
+		return subject{}, err
+	}
+	return o.with(ctx, q, r)
+}
+
+// with is record r as the flow sees it, with its payment as it is now.
+func (o onPayment[R]) with(ctx context.Context, q db.DBTX, r R) (subject, error) {
+	p, err := attempts.Get(ctx, q, o.paymentOf(r))
+	if err != nil {
+		return subject{}, err
+	}
+	return o.subjectOf(r, p), nil
+}
+
+func (o onPayment[R]) touch(ctx context.Context, q db.DBTX, id string) error { return o.touchRow(ctx, q, id) }
+
+func (o onPayment[R]) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
+	return o.quiet(ctx, q, id, d)
+}
 
 // candidates: an operation goes to its payment's provider alone.
-func (onPayment) candidates(sub subject) []string { return []string{sub.provider} }
+func (onPayment[R]) candidates(sub subject) []string { return []string{sub.provider} }
 
 // conflict records a report that contradicts final operation sub as an
 // anomaly of its payment.
-func (onPayment) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
+func (onPayment[R]) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
 	detail, dedupe := conflictDetail(sub, c)
 	detail["operation_id"] = sub.id
 	return attempts.RecordAnomaly(ctx, tx, attempts.Anomaly{

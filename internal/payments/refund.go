@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,14 +20,10 @@ import (
 
 // RefundInput is a validated POST /v1/payments/{id}/refunds.
 type RefundInput struct {
-	Origin         // who asks: the tenant API unless set
-	TenantID       string
-	PaymentID      string
-	IdempotencyKey string
-	Fingerprint    []byte
-	Amount         *int64 // nil: the payment's whole refundable rest
-	Reason         *string
-	Metadata       map[string]string
+	OperationRequest
+	Amount   *int64 // nil: the payment's whole refundable rest
+	Reason   *string
+	Metadata map[string]string
 }
 
 // Refund runs one POST /v1/payments/{id}/refunds: the same key protocol and
@@ -61,17 +56,24 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	case err != nil:
 		return Reply{}, err
 	}
-	return s.operate(ctx, refundsKind{s: s}, res, res.RefundID, in.PaymentID,
+	return s.operate(ctx, newRefundsKind(s), res, res.RefundID, in.PaymentID,
 		func() subject { return refundSubject(created, paid) }, in.Origin)
 }
 
 // refundsKind is the flow's kind for a refund.
 type refundsKind struct {
-	onPayment
+	onPayment[refunds.Refund]
 	s *Service
 }
 
 var _ kind = refundsKind{}
+
+func newRefundsKind(s *Service) refundsKind {
+	return refundsKind{s: s, onPayment: onPayment[refunds.Refund]{
+		get: refunds.Get, touchRow: refunds.Touch, quiet: refunds.QuietFor,
+		paymentOf: func(r refunds.Refund) string { return r.PaymentID }, subjectOf: refundSubject,
+	}}
+}
 
 func (refundsKind) name() string { return "refund" }
 
@@ -84,26 +86,6 @@ func refundSubject(r refunds.Refund, p attempts.Attempt) subject {
 	return operationOf(r.ID, r.Status, r.Provider, providerID, p, r)
 }
 
-func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (subject, error) {
-	p, err := attempts.Get(ctx, q, r.PaymentID)
-	if err != nil {
-		return subject{}, err
-	}
-	return refundSubject(r, p), nil
-}
-
-func (k refundsKind) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
-	r, err := refunds.Get(ctx, q, id)
-	if err != nil {
-		return subject{}, err
-	}
-	return k.subjectOf(ctx, q, r)
-}
-
-func (refundsKind) touch(ctx context.Context, q db.DBTX, id string) error {
-	return refunds.Touch(ctx, q, id)
-}
-
 func (k refundsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
 	r, ok, err := refunds.Transition(ctx, tx, refunds.Change{
 		ID: c.id, To: c.to, ProviderRefundID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason,
@@ -111,7 +93,7 @@ func (k refundsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, b
 	if err != nil {
 		return subject{}, false, err
 	}
-	sub, err := k.subjectOf(ctx, tx, r)
+	sub, err := k.with(ctx, tx, r)
 	return sub, ok, err
 }
 
@@ -154,10 +136,6 @@ func (k refundsKind) lookup(ctx context.Context, sub subject) (change, error) {
 		return change{to: lifecycle.Failed, providerID: re.ID, failureCode: "provider_refund_failed"}, nil
 	}
 	return change{to: lifecycle.Succeeded, providerID: re.ID}, nil
-}
-
-func (refundsKind) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
-	return refunds.QuietFor(ctx, q, id, d)
 }
 
 func (k refundsKind) takeOver(ctx context.Context, id string) (idempotency.Lock, bool, error) {

@@ -75,7 +75,7 @@ func (s *Service) Sync(ctx context.Context, id string, opt SyncOptions) (attempt
 
 // SyncRefund is Sync for refund id.
 func (s *Service) SyncRefund(ctx context.Context, id string, opt SyncOptions) (refunds.Refund, SyncOutcome, error) {
-	sub, outcome, err := s.sync(ctx, refundsKind{s: s}, id, opt)
+	sub, outcome, err := s.sync(ctx, newRefundsKind(s), id, opt)
 	r, _ := sub.rec.(refunds.Refund)
 	return r, outcome, err
 }

@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // authorize makes a charge with "capture":false under key.
@@ -34,24 +35,6 @@ func (b *bundle) capture(key, id string, amount int64) reply {
 func (b *bundle) void(key, id string) reply {
 	b.t.Helper()
 	return b.do(http.MethodPost, "/v1/charges/"+id+"/void", key, map[string]any{"reference": "void_test"})
-}
-
-// clock is a settable time for the simulator's now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func TestAuthorizeThenCapturePart(t *testing.T) {
@@ -164,14 +147,14 @@ func TestAuthorizationKeyCoversCapture(t *testing.T) {
 func TestAuthorizationExpires(t *testing.T) {
 	t.Parallel()
 	rc, url := newReceiver(t, 0)
-	c := &clock{t: time.Now()}
-	b := setup(t, Config{AuthTTL: time.Minute, WebhookURL: url, WebhookSecret: testWebhookSecret, now: c.now})
+	c := testkit.NewClock(time.Now())
+	b := setup(t, Config{AuthTTL: time.Minute, WebhookURL: url, WebhookSecret: testWebhookSecret, now: c.Now})
 	ch := b.authorize("k-auth", 500)
 	other := b.authorize("k-other", 700)
 
-	c.add(59 * time.Second)
+	c.Add(59 * time.Second)
 	equal(t, decode[Charge](t, b.do(http.MethodGet, "/v1/charges/"+ch.ID, "", nil)).Status, StatusAuthorized, "before capture_before")
-	c.add(time.Second)
+	c.Add(time.Second)
 	// Expired when next read, whichever read that is.
 	got := decode[Charge](t, b.do(http.MethodGet, "/v1/charges?idempotency_key=k-auth", "", nil))
 	equal(t, got.Status, StatusExpired, "at capture_before")

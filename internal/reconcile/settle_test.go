@@ -42,14 +42,7 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 		Kind: "unknown_charge", ChargeID: ghost.ID, Source: attempts.SourceWebhook, DedupeKey: "webhook:sim:evt_ghost1",
 	})
 
-	charges := b.sim.Charges(t)
-	require.Len(t, charges, 8)
-	day := time.Unix(charges[0].Created, 0).UTC()
-	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
-		t.Skip("the charges straddle midnight UTC")
-	}
-	// The payments were created that day too.
-	b.exec(`UPDATE payment_attempts SET created_at = $1`, day)
+	day := b.dayOf(8)
 
 	r := b.reconciler(reconcile.Config{})
 	want := reconcile.Report{
@@ -147,6 +140,21 @@ func (b *bundle) charge(ref, method string) provider.Charge {
 	})
 	require.NotNil(b.t, r.Charge, "%v", r.Err)
 	return *r.Charge
+}
+
+// dayOf is the UTC day of the simulator's n charges, on which the
+// payments are made to have been created too (the test is skipped if the
+// charges straddle midnight).
+func (b *bundle) dayOf(n int) time.Time {
+	b.t.Helper()
+	charges := b.sim.Charges(b.t)
+	require.Len(b.t, charges, n)
+	day := time.Unix(charges[0].Created, 0).UTC()
+	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
+		b.t.Skip("the charges straddle midnight UTC")
+	}
+	b.exec(`UPDATE payment_attempts SET created_at = $1`, day)
+	return day
 }
 
 // chargeOf is the simulator's charge under the attempt's derived key.
