@@ -63,7 +63,9 @@ func (o onPayment[R]) with(ctx context.Context, q db.DBTX, r R) (subject, error)
 	return o.subjectOf(r, p), nil
 }
 
-func (o onPayment[R]) touch(ctx context.Context, q db.DBTX, id string) error { return o.touchRow(ctx, q, id) }
+func (o onPayment[R]) touch(ctx context.Context, q db.DBTX, id string) error {
+	return o.touchRow(ctx, q, id)
+}
 
 func (o onPayment[R]) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
 	return o.quiet(ctx, q, id, d)
