@@ -42,6 +42,12 @@ var clientOps = []specOp{
 		responses: map[int]any{201: client.Refund{}, 202: client.Refund{}, 402: client.Refund{}}},
 	{method: "GET", path: "/v1/payments/{id}/refunds", responses: map[int]any{200: client.RefundList{}}, params: client.ListRefundsParams{}},
 	{method: "GET", path: "/v1/refunds/{id}", responses: map[int]any{200: client.Refund{}}, sync: true},
+	{method: "POST", path: "/v1/payments/{id}/captures", key: true, request: client.CreateCaptureRequest{},
+		responses: map[int]any{201: client.Capture{}, 202: client.Capture{}, 402: client.Capture{}}},
+	{method: "POST", path: "/v1/payments/{id}/voids", key: true, request: client.CreateVoidRequest{},
+		responses: map[int]any{201: client.Void{}, 202: client.Void{}, 402: client.Void{}}},
+	{method: "GET", path: "/v1/captures/{id}", responses: map[int]any{200: client.Capture{}}, sync: true},
+	{method: "GET", path: "/v1/voids/{id}", responses: map[int]any{200: client.Void{}}, sync: true},
 	{method: "PUT", path: "/v1/routing", request: client.Routing{}, responses: map[int]any{200: client.Routing{}}},
 	{method: "GET", path: "/v1/routing", responses: map[int]any{200: client.Routing{}}},
 }
