@@ -156,22 +156,66 @@ func (a refundAnswer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.
 // refund posts a refund of amount of payment paymentID to p with the
 // idempotency key.
 func (c *client) refund(ctx context.Context, p pod, paymentID, key string, amount int64) (refundAnswer, error) {
-	ctx, cancel := context.WithTimeout(ctx, patient)
-	defer cancel()
-	body := fmt.Sprintf(`{"amount":%d,"reason":"requested_by_customer"}`, amount)
-	r, err := c.of(p).DoContext(ctx, http.MethodPost, "/v1/payments/"+url.PathEscape(paymentID)+"/refunds", []byte(body),
-		map[string]string{"Idempotency-Key": key, "Content-Type": "application/json"})
+	r, err := c.operate(ctx, p, paymentID, "refunds", key, fmt.Sprintf(`{"amount":%d,"reason":"requested_by_customer"}`, amount))
 	if err != nil {
 		return refundAnswer{}, err
-	}
-	if r.JSON == nil {
-		return refundAnswer{}, fmt.Errorf("%d answer is not a JSON object: %s", r.Status, r.Raw)
 	}
 	a := refundAnswer{Pod: p.name, HTTPStatus: r.Status, RetryAfter: r.RetryAfter()}
 	if r.Status < 300 || r.Status == http.StatusPaymentRequired {
 		replayed := r.Replayed()
 		amount, _ := r.JSON["amount"].(float64)
 		a.RefundID, a.Status, a.Amount, a.ProviderRefund, a.Replayed = r.Str("id"), r.Str("status"), int64(amount), r.Str("provider_refund_id"), &replayed
+	} else {
+		a.Code = r.Str("code")
+	}
+	return a, nil
+}
+
+// operate posts body to p as an operation (what: refunds, captures) on
+// payment paymentID with the idempotency key, and requires a JSON object.
+func (c *client) operate(ctx context.Context, p pod, paymentID, what, key, body string) (apiclient.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, patient)
+	defer cancel()
+	r, err := c.of(p).DoContext(ctx, http.MethodPost, "/v1/payments/"+url.PathEscape(paymentID)+"/"+what, []byte(body),
+		map[string]string{"Idempotency-Key": key, "Content-Type": "application/json"})
+	if err == nil && r.JSON == nil {
+		err = fmt.Errorf("%d answer is not a JSON object: %s", r.Status, r.Raw)
+	}
+	return r, err
+}
+
+// captureAnswer is one answer to a capture request, reduced to what the
+// demo prints.
+type captureAnswer struct {
+	Pod        string `json:"pod"`
+	CaptureID  string `json:"capture_id,omitempty"`
+	Status     string `json:"status,omitempty"`
+	Amount     int64  `json:"amount,omitempty"`
+	Replayed   *bool  `json:"replayed,omitempty"`
+	Code       string `json:"code,omitempty"`
+	RetryAfter int    `json:"retry_after,omitempty"`
+	HTTPStatus int    `json:"-"`
+}
+
+func (a captureAnswer) String() string {
+	b, _ := json.Marshal(a)
+	return fmt.Sprintf("%d %s", a.HTTPStatus, b)
+}
+
+func (a captureAnswer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.RetryAfter }
+
+// capture posts a capture of amount of payment paymentID to p with the
+// idempotency key.
+func (c *client) capture(ctx context.Context, p pod, paymentID, key string, amount int64) (captureAnswer, error) {
+	r, err := c.operate(ctx, p, paymentID, "captures", key, fmt.Sprintf(`{"amount":%d}`, amount))
+	if err != nil {
+		return captureAnswer{}, err
+	}
+	a := captureAnswer{Pod: p.name, HTTPStatus: r.Status, RetryAfter: r.RetryAfter()}
+	if r.Status < 300 || r.Status == http.StatusPaymentRequired {
+		replayed := r.Replayed()
+		amount, _ := r.JSON["amount"].(float64)
+		a.CaptureID, a.Status, a.Amount, a.Replayed = r.Str("id"), r.Str("status"), int64(amount), &replayed
 	} else {
 		a.Code = r.Str("code")
 	}
