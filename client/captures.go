@@ -33,8 +33,9 @@ func (c *Client) CreateVoid(ctx context.Context, paymentID, key string, req Crea
 		func(v *Void) Status { return v.Status })
 }
 
-// createOn runs the create of an operation (what: its path segment) on
-// payment paymentID with body req, until its status is final.
+// createOn runs the create of an operation (what: its path segment:
+// refunds, captures, voids) on payment paymentID with body req, until its
+// status is final.
 func createOn[T any](ctx context.Context, c *Client, paymentID, what, key string, req any, fill func(*NotFinalError, *T), status func(*T) Status) (*T, error) {
 	if key == "" {
 		return nil, ErrMissingKey

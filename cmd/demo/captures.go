@@ -52,13 +52,13 @@ func (d *Demo) captureAnswerLost(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.out, "  %s faults cleared\n", providerA)
 
-	retried, err := retry(ctx, d, "capture retry, same key", func() (captureAnswer, error) {
+	retried, err := retry(ctx, d, "capture retry, same key", func() (opAnswer, error) {
 		return d.client.capture(ctx, d.podB, held.PaymentID, key, 500)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  same capture as attempt 1: %v\n", retried.CaptureID != "" && retried.CaptureID == first.CaptureID)
+	fmt.Fprintf(d.out, "  same capture as attempt 1: %v\n", retried.id() != "" && retried.id() == first.id())
 	again, err := d.client.capture(ctx, d.podA, held.PaymentID, key, 500)
 	if err != nil {
 		return err
