@@ -208,3 +208,26 @@ func TestSettleVoidsOrphanAuthorizations(t *testing.T) {
 	require.Contains(t, kinds, reconcile.AnomalyOrphanAuthorization+":"+ghost.ID)
 	require.Contains(t, kinds, reconcile.AnomalyOrphanCharge+":"+*canceled.ProviderChargeID)
 }
+
+// TestGCKeepsTheKeysOfWhatIsHeld: gc deletes an expired key of a CANCELED
+// payment and of a final capture or void, never one of an AUTHORIZED
+// payment (held: its capture is still to come) or of an unresolved capture.
+func TestGCKeepsTheKeysOfWhatIsHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	held := b.held(testdb.AttemptOpts{})
+	b.held(testdb.AttemptOpts{Status: attempts.Canceled})
+	testdb.Capture(t, b.pool, testdb.CaptureOpts{Payment: held, Status: lifecycle.Failed})
+	pendingVoid := testdb.Capture(t, b.pool, testdb.CaptureOpts{Payment: held, Kind: captures.KindVoid, Status: lifecycle.Unknown})
+	b.exec(`UPDATE idempotency_keys SET expires_at = now() - interval '1 hour'`)
+
+	rep, err := b.reconciler(reconcile.Config{}).GC(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Deleted, "the CANCELED payment's and the FAILED capture's")
+	left := b.ids(`SELECT COALESCE(attempt_id, capture_id) FROM idempotency_keys ORDER BY 1`)
+	want := []string{held.ID, pendingVoid.ID}
+	if want[0] > want[1] {
+		want[0], want[1] = want[1], want[0]
+	}
+	require.Equal(t, want, left)
+}
