@@ -89,7 +89,8 @@ func settlePayment(ctx context.Context, tx db.DBTX, c Capture, ch Change) error 
 	}
 	pc.ID, pc.Source = c.PaymentID, ch.Source
 	if pc.Reason == "" {
-		pc.Reason = fmt.Sprintf("%s %s %s", c.Kind, c.ID, c.Status)
+		// What moved the operation (who asked included) moved the payment.
+		pc.Reason = fmt.Sprintf("%s %s %s: %s", c.Kind, c.ID, c.Status, ch.Reason)
 	}
 	p, moved, err := attempts.Transition(ctx, tx, pc)
 	if err != nil {

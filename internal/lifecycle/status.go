@@ -52,6 +52,7 @@ const (
 	SourceAPI        Source = "api"
 	SourceWebhook    Source = "webhook"
 	SourceReconciler Source = "reconciler"
+	SourceConsole    Source = "console" // an operator's console (payments.Origin)
 )
 
 // Failure codes this service sets itself (declines carry the provider's code).

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
+	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
 
@@ -454,4 +455,34 @@ func (b *bundle) stringOf(query string, args ...any) string {
 // deadProvider is a provider named sim that nothing listens for.
 func deadProvider(t *testing.T) *provider.Resilient {
 	return provider.NewResilient(provider.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), simAPIKey, &http.Client{}), providerConfig, nil)
+}
+
+// TestOriginIsAudited: a capture asked for by another front door (an
+// operator's console) is audited with its source, and its reasons name who
+// asked, on the capture's rows and on the payment's.
+func TestOriginIsAudited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.authorized("order-console")
+	in := payments.CaptureInput{OperationRequest: payments.OperationRequest{
+		Origin:   payments.Origin{Source: lifecycle.SourceConsole, Actor: "ops@example.com"},
+		TenantID: b.tenantID, PaymentID: p.ID, IdempotencyKey: "console-cap", Fingerprint: fp("console"),
+	}}
+	r, err := b.svc.Capture(b.ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+	c := decodeOp(t, r)
+	sources := b.strings(`SELECT source || ': ' || reason FROM capture_events WHERE capture_id = $1 ORDER BY id`, c.ID)
+	require.Equal(t, []string{
+		"console: created (by ops@example.com)",
+		"console: calling provider sim (by ops@example.com)",
+		"console: provider sim succeeded (by ops@example.com)",
+	}, sources)
+	last := b.strings(`SELECT source || ': ' || reason FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id DESC LIMIT 1`, p.ID)
+	require.Equal(t, []string{"console: capture " + c.ID + " SUCCEEDED: provider sim succeeded (by ops@example.com)"}, last)
+}
+
+func (b *bundle) strings(query string, args ...any) []string {
+	b.t.Helper()
+	return testdb.Strings[string](b.ctx, b.t, b.pool, query, args...)
 }
