@@ -20,10 +20,11 @@ var errNotRetried = errors.New("not retried: the call is not idempotent")
 // passed, or its context was cancelled, or the next retry could not begin
 // before the deadline, or (a call that is sent once) its one try failed.
 //
-// For a create, the payment (or refund) may exist and may even have been
-// charged: nothing is lost as long as the caller resumes it later with the
-// same IdempotencyKey (or reads it with SyncPayment). Payment or Refund is
-// the last state the service reported, nil if it reported none.
+// For a create, the payment (or refund, capture, void) may exist and may
+// even have been charged: nothing is lost as long as the caller resumes it
+// later with the same IdempotencyKey (or reads it with SyncPayment).
+// Payment, Refund, Capture or Void is the last state the service reported,
+// nil if it reported none.
 //
 // errors.Is(err, context.DeadlineExceeded) or context.Canceled tells which
 // ended it; Last is the failure of the last try (a *TransportError, a
@@ -34,6 +35,8 @@ type NotFinalError struct {
 	IdempotencyKey string   // the one key every try of a create carried; "" for reads
 	Payment        *Payment // a create's or read's last known payment state
 	Refund         *Refund  // a refund create's or read's last known state
+	Capture        *Capture // a capture create's or read's last known state
+	Void           *Void    // a void create's or read's last known state
 	Tries          int      // HTTP requests sent
 	Last           error    // why the last try did not end the call
 
@@ -48,6 +51,10 @@ func (e *NotFinalError) Error() string {
 		fmt.Fprintf(&b, "; payment %s is %s", e.Payment.ID, e.Payment.Status)
 	case e.Refund != nil:
 		fmt.Fprintf(&b, "; refund %s is %s", e.Refund.ID, e.Refund.Status)
+	case e.Capture != nil:
+		fmt.Fprintf(&b, "; capture %s is %s", e.Capture.ID, e.Capture.Status)
+	case e.Void != nil:
+		fmt.Fprintf(&b, "; void %s is %s", e.Void.ID, e.Void.Status)
 	}
 	if e.IdempotencyKey != "" {
 		fmt.Fprintf(&b, "; resume with Idempotency-Key %q", e.IdempotencyKey)

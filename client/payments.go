@@ -12,7 +12,8 @@ import (
 // CreatePayment charges req under the idempotency key, retrying until the
 // payment is final, and returns it: Status SUCCEEDED (charged) or FAILED
 // (declined; FailureCode says why). A FAILED payment is an answer, not an
-// error.
+// error. A manual payment (req.CaptureMethod CaptureManual) is answered
+// once AUTHORIZED (then CreateCapture or CreateVoid it), or CANCELED.
 //
 // key is the payment intent's one key: mint it with NewKey, store it with
 // the intent before calling, and pass the same key, with the same req, on
@@ -33,7 +34,7 @@ func (c *Client) CreatePayment(ctx context.Context, key string, req CreatePaymen
 		return nil, err
 	}
 	return create(ctx, c, &call{method: http.MethodPost, path: "/v1/payments", body: body, key: key},
-		func(p *Payment) bool { return p.Status.Final() },
+		func(p *Payment) bool { return p.Status.Answered() },
 		func(e *NotFinalError, p *Payment) { e.Payment = p })
 }
 
@@ -45,9 +46,10 @@ func (c *Client) GetPayment(ctx context.Context, id string) (*Payment, error) {
 }
 
 // SyncPayment is GetPayment that first asks the provider about a PENDING or
-// UNKNOWN payment and applies what it learns (GET ?sync=true). It resolves
-// a payment without resuming its create; a payment it cannot resolve yet is
-// returned as it is.
+// UNKNOWN payment and applies what it learns (GET ?sync=true); of an
+// AUTHORIZED one it learns a capture, void or expiry made at the provider.
+// It resolves a payment without resuming its create; a payment it cannot
+// resolve yet is returned as it is.
 func (c *Client) SyncPayment(ctx context.Context, id string) (*Payment, error) {
 	return c.getPayment(ctx, id, true)
 }

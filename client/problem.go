@@ -12,26 +12,31 @@ type Code string
 
 // The problem codes of the API.
 const (
-	CodeUnauthorized            Code = "unauthorized"              // 401: missing or unknown API key
-	CodeInvalidRequest          Code = "invalid_request"           // 400: Detail names the field
-	CodeUnsupportedMediaType    Code = "unsupported_media_type"    // 415
-	CodePayloadTooLarge         Code = "payload_too_large"         // 413
-	CodeIdempotencyKeyMissing   Code = "idempotency_key_missing"   // 400
-	CodeIdempotencyKeyInvalid   Code = "idempotency_key_invalid"   // 400: not 1–255 visible ASCII characters
-	CodeIdempotencyKeyInUse     Code = "idempotency_key_in_use"    // 409: retried after Retry-After
-	CodeIdempotencyKeyReused    Code = "idempotency_key_reused"    // 422: the key belongs to another request
-	CodeOrderAlreadyHasPayment  Code = "order_already_has_payment" // 409: Problem.PaymentID names it
-	CodeProviderUnavailable     Code = "provider_unavailable"      // 503: nothing charged; retried
-	CodeDatabaseUnavailable     Code = "database_unavailable"      // 503: retried
-	CodePaymentNotFound         Code = "payment_not_found"         // 404
-	CodePaymentNotRefundable    Code = "payment_not_refundable"    // 409: the payment is not SUCCEEDED
-	CodeRefundExceedsRefundable Code = "refund_exceeds_refundable" // 422: Detail says the rest
-	CodeRefundNotFound          Code = "refund_not_found"          // 404
-	CodeRateLimited             Code = "rate_limited"              // 429: retried after Retry-After
-	CodeNotFound                Code = "not_found"                 // 404: no such endpoint
-	CodeMethodNotAllowed        Code = "method_not_allowed"        // 405
-	CodeInvalidSignature        Code = "invalid_signature"         // 401: webhooks only
-	CodeInternalError           Code = "internal_error"            // 500: retried
+	CodeUnauthorized            Code = "unauthorized"               // 401: missing or unknown API key
+	CodeInvalidRequest          Code = "invalid_request"            // 400: Detail names the field
+	CodeUnsupportedMediaType    Code = "unsupported_media_type"     // 415
+	CodePayloadTooLarge         Code = "payload_too_large"          // 413
+	CodeIdempotencyKeyMissing   Code = "idempotency_key_missing"    // 400
+	CodeIdempotencyKeyInvalid   Code = "idempotency_key_invalid"    // 400: not 1–255 visible ASCII characters
+	CodeIdempotencyKeyInUse     Code = "idempotency_key_in_use"     // 409: retried after Retry-After
+	CodeIdempotencyKeyReused    Code = "idempotency_key_reused"     // 422: the key belongs to another request
+	CodeOrderAlreadyHasPayment  Code = "order_already_has_payment"  // 409: Problem.PaymentID names it
+	CodeProviderUnavailable     Code = "provider_unavailable"       // 503: nothing charged; retried
+	CodeDatabaseUnavailable     Code = "database_unavailable"       // 503: retried
+	CodePaymentNotFound         Code = "payment_not_found"          // 404
+	CodePaymentNotRefundable    Code = "payment_not_refundable"     // 409: the payment is not SUCCEEDED
+	CodeRefundExceedsRefundable Code = "refund_exceeds_refundable"  // 422: Detail says the rest
+	CodeRefundNotFound          Code = "refund_not_found"           // 404
+	CodePaymentNotCapturable    Code = "payment_not_capturable"     // 409: not AUTHORIZED, or already captured or voided
+	CodePaymentNotVoidable      Code = "payment_not_voidable"       // 409: not AUTHORIZED, or already captured or voided
+	CodeCaptureExceeds          Code = "capture_exceeds_authorized" // 422: Detail says what is held
+	CodeCaptureNotFound         Code = "capture_not_found"          // 404
+	CodeVoidNotFound            Code = "void_not_found"             // 404
+	CodeRateLimited             Code = "rate_limited"               // 429: retried after Retry-After
+	CodeNotFound                Code = "not_found"                  // 404: no such endpoint
+	CodeMethodNotAllowed        Code = "method_not_allowed"         // 405
+	CodeInvalidSignature        Code = "invalid_signature"          // 401: webhooks only
+	CodeInternalError           Code = "internal_error"             // 500: retried
 	// The merchant webhooks' API (docs/webhooks.md).
 	CodeWebhookEndpointNotFound  Code = "webhook_endpoint_not_found" // 404
 	CodeWebhookDeliveryNotFound  Code = "webhook_delivery_not_found" // 404

@@ -326,7 +326,10 @@ func TestProcessInUseRetryAfterHonoured(t *testing.T) {
 	s := newStack(t, "SIM_LATENCY=2500ms")
 	pod := s.pod(t, "paymentsvc", shortTimings(6*time.Second, "PROVIDER_CALL_TIMEOUT=4s", "PROVIDER_RETRY_BUDGET=1s")...)
 	cfg := processConfig()
-	cfg.TryTimeout, cfg.MinBackoff, cfg.MaxBackoff = 200*time.Millisecond, 10*time.Millisecond, 20*time.Millisecond
+	// The first try must get as far as taking the key (a few database round
+	// trips, slow on a loaded machine) before it gives up, and give up well
+	// before the provider's 2.5s: 1s is both.
+	cfg.TryTimeout, cfg.MinBackoff, cfg.MaxBackoff = time.Second, 10*time.Millisecond, 20*time.Millisecond
 	c, rec := s.client(t, cfg, pod.URL())
 	key := client.NewKey()
 

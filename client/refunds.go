@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
@@ -22,19 +21,8 @@ import (
 // CodeIdempotencyKeyReused, …; a *NotFinalError with the key and the last
 // known refund when the deadline passes first.
 func (c *Client) CreateRefund(ctx context.Context, paymentID, key string, req CreateRefundRequest) (*Refund, error) {
-	if key == "" {
-		return nil, ErrMissingKey
-	}
-	if paymentID == "" {
-		return nil, errors.New("paymentsvc: empty payment id")
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	return create(ctx, c, &call{method: http.MethodPost, path: "/v1/payments/" + url.PathEscape(paymentID) + "/refunds", body: body, key: key},
-		func(r *Refund) bool { return r.Status.Final() },
-		func(e *NotFinalError, r *Refund) { e.Refund = r })
+	return createOn(ctx, c, paymentID, "refunds", key, req, func(e *NotFinalError, r *Refund) { e.Refund = r },
+		func(r *Refund) Status { return r.Status })
 }
 
 // GetRefund returns the refund with id. Errors: a *Problem with

@@ -7,21 +7,38 @@ import "time"
 // by the schema and one with it is optional; a pointer is a field the schema
 // lets be null. Fields the server adds later are ignored when decoding.
 
-// Status is the state of a payment or a refund. SUCCEEDED and FAILED are
-// final; nothing moves a payment or a refund out of them.
+// Status is the state of a payment, a refund, a capture or a void.
+// SUCCEEDED, FAILED and CANCELED are final; nothing moves anything out of
+// them.
 type Status string
 
-// The statuses of payments and refunds.
+// The statuses of payments and of the operations on them (refunds,
+// captures and voids take the first five only).
 const (
-	StatusCreated   Status = "CREATED"   // recorded; the provider was not called yet
-	StatusPending   Status = "PENDING"   // about to call, or calling, the provider
-	StatusSucceeded Status = "SUCCEEDED" // charged (or refunded): final
-	StatusFailed    Status = "FAILED"    // declined, refused or never sent: final
-	StatusUnknown   Status = "UNKNOWN"   // the provider's answer is not known yet; never assumed failed
+	StatusCreated    Status = "CREATED"    // recorded; the provider was not called yet
+	StatusPending    Status = "PENDING"    // about to call, or calling, the provider
+	StatusSucceeded  Status = "SUCCEEDED"  // charged (or refunded, captured, voided): final
+	StatusFailed     Status = "FAILED"     // declined, refused or never sent: final
+	StatusUnknown    Status = "UNKNOWN"    // the provider's answer is not known yet; never assumed failed
+	StatusAuthorized Status = "AUTHORIZED" // a manual payment held at the provider, to capture or void
+	StatusCanceled   Status = "CANCELED"   // a manual payment voided or expired, no money moved: final
 )
 
-// Final reports whether s is SUCCEEDED or FAILED.
-func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed }
+// Final reports whether s is SUCCEEDED, FAILED or CANCELED.
+func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed || s == StatusCanceled }
+
+// Answered reports whether s answers a create for good: a final status, or
+// AUTHORIZED (a manual payment's create is done once it is held).
+func (s Status) Answered() bool { return s.Final() || s == StatusAuthorized }
+
+// CaptureMethod says when a payment's money moves.
+type CaptureMethod string
+
+// The capture methods.
+const (
+	CaptureAutomatic CaptureMethod = "automatic" // charged at once (the default)
+	CaptureManual    CaptureMethod = "manual"    // only authorized; captured or voided later
+)
 
 // CreatePaymentRequest is the body of POST /v1/payments.
 type CreatePaymentRequest struct {
@@ -31,6 +48,10 @@ type CreatePaymentRequest struct {
 	PaymentMethod string            `json:"payment_method"`        // the provider's token: "pm_card_visa"
 	Description   string            `json:"description,omitempty"` // free text, returned as given
 	Metadata      map[string]string `json:"metadata,omitempty"`    // free-form, returned as given
+	// CaptureMethod is "" (automatic) or CaptureManual. It is part of the
+	// request as sent: leaving it out and CaptureAutomatic spelled out are
+	// different requests under one key.
+	CaptureMethod CaptureMethod `json:"capture_method,omitempty"`
 }
 
 // Payment is a payment as the service reports it.
@@ -45,6 +66,11 @@ type Payment struct {
 	FailureCode      *string           `json:"failure_code"`       // why a FAILED payment failed: "card_declined", "abandoned", …
 	AmountRefunded   int64             `json:"amount_refunded"`    // the sum of its SUCCEEDED refunds
 	AmountRefundable int64             `json:"amount_refundable"`  // what refunds may still take
+	CaptureMethod    CaptureMethod     `json:"capture_method"`
+	AmountCapturable int64             `json:"amount_capturable"` // what a capture may take while AUTHORIZED
+	AmountCaptured   int64             `json:"amount_captured"`   // what was charged, once SUCCEEDED
+	CaptureBefore    *time.Time        `json:"capture_before"`    // the provider's deadline while AUTHORIZED
+	CanceledReason   *string           `json:"canceled_reason"`   // once CANCELED: the void's reason, "expired", "voided_at_provider"
 	Description      string            `json:"description,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	CreatedAt        time.Time         `json:"created_at"`
@@ -125,4 +151,53 @@ type Routing struct {
 type RoutingRule struct {
 	Currency  string   `json:"currency,omitempty"`
 	Providers []string `json:"providers"`
+}
+
+// CreateCaptureRequest is the body of POST /v1/payments/{id}/captures. The
+// zero value captures all that is authorized.
+type CreateCaptureRequest struct {
+	// Amount is how much to capture in minor units; nil captures all. A
+	// pointer, so that a computed 0 is refused rather than meaning "all".
+	Amount *int64 `json:"amount,omitempty"`
+}
+
+// VoidReason says why an authorization is voided.
+type VoidReason string
+
+// The reasons a void may give.
+const (
+	VoidDuplicate           VoidReason = "duplicate"
+	VoidFraudulent          VoidReason = "fraudulent"
+	VoidRequestedByCustomer VoidReason = "requested_by_customer"
+	VoidAbandoned           VoidReason = "abandoned"
+)
+
+// CreateVoidRequest is the body of POST /v1/payments/{id}/voids.
+type CreateVoidRequest struct {
+	Reason VoidReason `json:"reason,omitempty"`
+}
+
+// Capture is a capture of an AUTHORIZED payment.
+type Capture struct {
+	ID          string    `json:"id"`         // "cap_…"
+	PaymentID   string    `json:"payment_id"` // the captured payment
+	Amount      int64     `json:"amount"`
+	Currency    string    `json:"currency"`
+	Status      Status    `json:"status"`
+	Provider    string    `json:"provider"`
+	FailureCode *string   `json:"failure_code"` // "authorization_expired", …
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Void is a void of an AUTHORIZED payment.
+type Void struct {
+	ID          string      `json:"id"`         // "void_…"
+	PaymentID   string      `json:"payment_id"` // the voided payment
+	Status      Status      `json:"status"`
+	Reason      *VoidReason `json:"reason"`
+	Provider    string      `json:"provider"`
+	FailureCode *string     `json:"failure_code"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -474,6 +475,141 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.True(t, rerefused.Status == 402 && rerefused.Replayed(), "%s", rerefused)
 	require.EqualValues(t, rest, refundable())
 
+	// Captures and voids of manual payments.
+	hold := func(cl *proctest.Client, paymentID, what, key, body string, h map[string]string) apiclient.Response {
+		t.Helper()
+		headers := map[string]string{"Content-Type": "application/json"}
+		if key != "" {
+			headers["Idempotency-Key"] = key
+		}
+		for k, val := range h {
+			headers[k] = val
+		}
+		return opsOK(t)(cl.Do(http.MethodPost, "/v1/payments/"+paymentID+"/"+what, []byte(body), headers))
+	}
+	authorized := func(order string) apiclient.Response {
+		t.Helper()
+		r := pay("oa-"+order, `{"order_id":"`+order+`","amount":800,"currency":"USD","payment_method":"pm_card_visa","capture_method":"manual"}`, nil)
+		require.Equal(t, 201, r.Status, "%s", r)
+		require.Equal(t, "AUTHORIZED", r.Str("status"))
+		return r
+	}
+	held := authorized("o-cap-1")
+	heldID := held.Str("id")
+	require.EqualValues(t, 800, held.JSON["amount_capturable"])
+	// 400s, 413, 415 and 401, each also refused by the document.
+	opsProblem(t, hold(c, heldID, "captures", "", `{}`, rejected(nil)), 400, "idempotency_key_missing")
+	for _, body := range []string{`{"amount":0}`, `{"amount":-1}`, `{"amount":"5"}`, `{"amount":2.5}`, `{"x":1}`, `[]`} {
+		opsProblem(t, hold(c, heldID, "captures", "oa-c1", body, rejected(nil)), 400, "invalid_request")
+	}
+	opsProblem(t, hold(c, heldID, "voids", "", `{}`, rejected(nil)), 400, "idempotency_key_missing")
+	for _, body := range []string{`{"reason":"bored"}`, `{"amount":1}`, `[]`} {
+		opsProblem(t, hold(c, heldID, "voids", "oa-v1", body, rejected(nil)), 400, "invalid_request")
+	}
+	for _, what := range []string{"captures", "voids"} {
+		opsProblem(t, hold(c, heldID, what, "oa-c1", `{"x":"`+strings.Repeat("x", 70<<10)+`"}`, rejected(expectContinue)), 413, "payload_too_large")
+		opsProblem(t, hold(c, heldID, what, "oa-c1", `{}`, rejected(map[string]string{"Content-Type": "text/plain"})), 415, "unsupported_media_type")
+		opsProblem(t, hold(anon, heldID, what, "oa-c1", `{}`, rejected(nil)), 401, "unauthorized")
+		opsProblem(t, hold(c, "pay_doesnotexist", what, "oa-c1", `{}`, nil), 404, "payment_not_found")
+		opsProblem(t, hold(otherClient, heldID, what, "oa-c1", `{}`, nil), 404, "payment_not_found")
+	}
+	opsProblem(t, hold(c, id, "captures", "oa-c1", `{}`, nil), 409, "payment_not_capturable")
+	opsProblem(t, hold(c, id, "voids", "oa-v1", `{}`, nil), 409, "payment_not_voidable")
+	exceedsCapture := hold(c, heldID, "captures", "oa-c1", `{"amount":801}`, nil)
+	opsProblem(t, exceedsCapture, 422, "capture_exceeds_authorized")
+	require.Contains(t, exceedsCapture.Str("detail"), "800")
+	// 201, its replay, the payment's new state, and reads.
+	captured := hold(c, heldID, "captures", "oa-c1", `{"amount":500}`, nil)
+	require.Equal(t, 201, captured.Status, "%s", captured)
+	require.Equal(t, "SUCCEEDED", captured.Str("status"))
+	recaptured := hold(c, heldID, "captures", "oa-c1", `{"amount":500}`, nil)
+	require.True(t, recaptured.Status == 201 && recaptured.Replayed(), "%s", recaptured)
+	opsProblem(t, hold(c, heldID, "captures", "oa-c1", `{"amount":400}`, nil), 422, "idempotency_key_reused")
+	opsProblem(t, hold(c, heldID, "voids", "oa-c1", `{}`, nil), 422, "idempotency_key_reused")
+	capturedPayment := get(c, "/v1/payments/"+heldID, nil)
+	require.Equal(t, "SUCCEEDED", capturedPayment.Str("status"))
+	require.EqualValues(t, 500, capturedPayment.JSON["amount_captured"])
+	require.EqualValues(t, 500, capturedPayment.JSON["amount_refundable"])
+	require.Equal(t, 200, get(c, "/v1/captures/"+captured.Str("id"), nil).Status)
+	require.Equal(t, 200, get(c, "/v1/captures/"+captured.Str("id")+"?sync=true", nil).Status)
+	opsProblem(t, get(c, "/v1/captures/cap_doesnotexist", nil), 404, "capture_not_found")
+	opsProblem(t, get(otherClient, "/v1/captures/"+captured.Str("id"), nil), 404, "capture_not_found")
+	opsProblem(t, get(anon, "/v1/captures/"+captured.Str("id"), rejected(nil)), 401, "unauthorized")
+	toVoid := authorized("o-cap-2").Str("id")
+	voided := hold(c, toVoid, "voids", "oa-v1", `{"reason":"requested_by_customer"}`, nil)
+	require.Equal(t, 201, voided.Status, "%s", voided)
+	require.True(t, hold(c, toVoid, "voids", "oa-v1", `{"reason":"requested_by_customer"}`, nil).Replayed())
+	opsProblem(t, hold(c, toVoid, "voids", "oa-v1", `{}`, nil), 422, "idempotency_key_reused")
+	canceledPayment := get(c, "/v1/payments/"+toVoid, nil)
+	require.Equal(t, "CANCELED", canceledPayment.Str("status"))
+	require.Equal(t, "requested_by_customer", canceledPayment.Str("canceled_reason"))
+	require.Equal(t, 200, get(c, "/v1/voids/"+voided.Str("id"), nil).Status)
+	require.Equal(t, 200, get(c, "/v1/voids/"+voided.Str("id")+"?sync=true", nil).Status)
+	opsProblem(t, get(c, "/v1/voids/"+captured.Str("id"), nil), 404, "void_not_found")
+	opsProblem(t, get(anon, "/v1/voids/"+voided.Str("id"), rejected(nil)), 401, "unauthorized")
+	// 202 and 503: every capture and void call fails (503, nothing done, so
+	// no webhook resolves them meanwhile); two failures open the breaker,
+	// which stays open 2s. A 503 leaves the capture or void
+	// CREATED with its key, which the same request resumes: each is retried
+	// as it is until the breaker lets its call through.
+	var pending []string
+	for i := range 6 {
+		pending = append(pending, authorized("o-cap-p"+strconv.Itoa(i)).Str("id"))
+	}
+	s.sim.SetFaults(t, providersim.Faults{ErrorRate: 1, ErrorStatus: 503, Captures: true})
+	until := func(paymentID, what, key string, want int) apiclient.Response {
+		t.Helper()
+		var r apiclient.Response
+		testkit.Eventually(t, time.Minute, fmt.Sprintf("%s %s answered %d", what, key, want), func() bool {
+			r = hold(c, paymentID, what, key, `{}`, nil)
+			return r.Status == want || (r.Status != 503 && r.Status != 409)
+		})
+		return r
+	}
+	unknownCapture := until(pending[0], "captures", "oa-cp-0", 202)
+	require.Equal(t, 202, unknownCapture.Status, "%s", unknownCapture)
+	require.Equal(t, "UNKNOWN", unknownCapture.Str("status"))
+	require.Equal(t, "AUTHORIZED", get(c, "/v1/payments/"+pending[0], nil).Str("status"), "an UNKNOWN capture leaves it held")
+	opsProblem(t, hold(c, pending[0], "voids", "oa-vp-0", `{}`, nil), 409, "payment_not_voidable")
+	unknownVoid := until(pending[1], "voids", "oa-vp-1", 202)
+	require.Equal(t, 202, unknownVoid.Status, "%s", unknownVoid)
+	// The breaker is open again (the last call failed too): a slow machine
+	// may see it close first, then the call is another 202
+	// and the next payment is tried.
+	next := 2
+	refusedAt := map[string]int{} // what → the pending payment it was refused 503 for
+	for _, what := range []string{"captures", "voids"} {
+		var last apiclient.Response
+		testkit.Eventually(t, time.Minute, what+" refused while the breaker is open", func() bool {
+			require.Less(t, next, len(pending), "no payment left to try")
+			last = hold(c, pending[next], what, "oa-p-"+strconv.Itoa(next), `{}`, nil)
+			next++
+			return last.Status == 503
+		})
+		opsProblem(t, last, 503, "provider_unavailable")
+		requireRetryAfter(t, last)
+		refusedAt[what] = next - 1
+	}
+	s.sim.ClearFaults(t)
+	// 402: the authorizations of the two refused ones expire at the
+	// provider (its webhooks make the payments CANCELED, expired); their
+	// capture and void, still CREATED, resume with their keys and are
+	// refused authorization_expired.
+	for what, i := range refusedAt {
+		s.sim.Expire(t, get(c, "/v1/payments/"+pending[i], nil).Str("provider_charge_id"))
+		r := until(pending[i], what, "oa-p-"+strconv.Itoa(i), 402)
+		require.Equal(t, 402, r.Status, "%s", r)
+		require.Equal(t, "FAILED", r.Str("status"))
+		require.Equal(t, "authorization_expired", r.Str("failure_code"))
+		p := get(c, "/v1/payments/"+pending[i], nil)
+		require.Equal(t, "CANCELED", p.Str("status"))
+		require.Equal(t, "expired", p.Str("canceled_reason"))
+	}
+	// The UNKNOWN capture resumes with its key once the provider is back.
+	resumedCapture := until(pending[0], "captures", "oa-cp-0", 201)
+	require.Equal(t, 201, resumedCapture.Status, "%s", resumedCapture)
+	require.Equal(t, unknownCapture.Str("id"), resumedCapture.Str("id"))
+
 	// Webhooks: the simulator's own deliveries are validated by hooks; here
 	// the other answers.
 	orphan := providersim.Charge{ID: "ch_oa_orphan", Amount: 100, Currency: "USD", Status: providersim.StatusSucceeded, Reference: "pay_nobody", Created: time.Now().Unix()}
@@ -510,6 +646,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	v.requireCovered(t, append(skipPaths(merchantWebhookPaths), "* * 500", "GET /readyz 503",
 		"GET /v1/payments 503", "GET /v1/payments/{id} 503", "POST /v1/webhooks/{provider} 503",
 		"GET /v1/payments/{id}/refunds 503", "GET /v1/refunds/{id} 503",
+		"GET /v1/captures/{id} 503", "GET /v1/voids/{id} 503",
 		"GET /v1/routing 503", "PUT /v1/routing 503",
 		"* * 429")...)
 }
@@ -549,6 +686,12 @@ func TestOpenAPIRateLimited(t *testing.T) {
 			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "rl-oa-r1"}),
 		s.client.MustGet(t, "/v1/payments/"+id+"/refunds"),
 		s.client.MustGet(t, "/v1/refunds/rfd_none"),
+		s.client.MustDo(t, http.MethodPost, "/v1/payments/"+id+"/captures", []byte(`{}`),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "rl-oa-c1"}),
+		s.client.MustDo(t, http.MethodPost, "/v1/payments/"+id+"/voids", []byte(`{}`),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "rl-oa-v1"}),
+		s.client.MustGet(t, "/v1/captures/cap_none"),
+		s.client.MustGet(t, "/v1/voids/void_none"),
 		s.client.MustGet(t, "/v1/routing"),
 		s.client.MustDo(t, http.MethodPut, "/v1/routing", []byte(`{"rules":[]}`), json),
 		s.client.MustDo(t, http.MethodPost, "/v1/webhook_endpoints", []byte(`{"url":"https://shop.example/"}`), json),
@@ -564,6 +707,7 @@ func TestOpenAPIRateLimited(t *testing.T) {
 	}
 	for _, op := range []string{"POST /v1/payments 429", "GET /v1/payments 429", "GET /v1/payments/{id} 429",
 		"POST /v1/payments/{id}/refunds 429", "GET /v1/payments/{id}/refunds 429", "GET /v1/refunds/{id} 429",
+		"POST /v1/payments/{id}/captures 429", "POST /v1/payments/{id}/voids 429", "GET /v1/captures/{id} 429", "GET /v1/voids/{id} 429",
 		"GET /v1/routing 429", "PUT /v1/routing 429",
 		"POST /v1/webhook_endpoints 429", "GET /v1/webhook_endpoints 429", "GET /v1/webhook_endpoints/{id} 429",
 		"DELETE /v1/webhook_endpoints/{id} 429", "POST /v1/webhook_endpoints/{id}/rotate_secret 429",

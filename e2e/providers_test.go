@@ -218,7 +218,7 @@ func TestAmbiguousPinsThePayment(t *testing.T) {
 	s.b.ClearFaults(t)
 	out := s.reconciler(t, "run", "--min-age", "0s")
 	require.JSONEq(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,
-		"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}`, out)
+		"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}`, out)
 	r := c.MustGet(t, "/v1/payments/"+lost.Str("id"))
 	require.Equal(t, "SUCCEEDED", r.Str("status"))
 	a, b = s.chargesFor(t, lost.Str("id"))
@@ -233,7 +233,7 @@ func TestAmbiguousPinsThePayment(t *testing.T) {
 	day := time.Now().UTC().Format("2006-01-02")
 	total := len(s.a.Charges(t)) + len(s.b.Charges(t))
 	rep := s.reconciler(t, "settle", "--day", day)
-	require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":%d,"matched":%d,"orphans_refunded":1,"amount_mismatches":0,"missing_at_provider":0}`,
+	require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":%d,"matched":%d,"orphans_refunded":1,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0}`,
 		day, total, total-1), rep)
 	for _, ch := range s.b.Charges(t) {
 		require.Equal(t, ch.Reference == stuck.Str("id"), ch.Refunded, "only the orphan at B is refunded: %s", ch.ID)
@@ -314,7 +314,7 @@ func TestProviderRemovedFromProviders(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, code, "%s", stderr)
 	require.JSONEq(t, `{"checked":2,"succeeded":0,"failed":1,"still_unknown":1,"needs_review":0,"errors":1,
-		"refunds":{"checked":1,"succeeded":0,"failed":1,"still_unknown":0}}`, stdout,
+		"refunds":{"checked":1,"succeeded":0,"failed":1,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}`, stdout,
 		"the CREATED payment and refund abandoned; the check of the one pinned to sim_b an error")
 	day := time.Now().UTC().Format("2006-01-02")
 	stdout, stderr, code, err = proctest.Run(context.Background(), proctest.Build(t).Reconciler, []string{"settle", "--day", day}, env)

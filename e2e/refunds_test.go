@@ -283,7 +283,7 @@ func TestRefundsResolvedByWebhookAndReconciler(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, code, stderr)
 	require.JSONEq(t, `{"checked":1,"succeeded":0,"failed":1,"still_unknown":0,"needs_review":0,"errors":0,
-		"refunds":{"checked":2,"succeeded":0,"failed":2,"still_unknown":0}}`, stdout)
+		"refunds":{"checked":2,"succeeded":0,"failed":2,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}`, stdout)
 	r, err := c.Get("/v1/refunds/" + never.Str("id"))
 	require.NoError(t, err)
 	require.Equal(t, "provider_no_record", r.Str("failure_code"))

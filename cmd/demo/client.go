@@ -132,11 +132,12 @@ func (c *client) allPayments(ctx context.Context, p pod) ([]listedPayment, error
 	return out.Data, nil
 }
 
-// refundAnswer is one answer to a refund request, reduced to what the demo
-// prints.
-type refundAnswer struct {
+// opAnswer is one answer to an operation on a payment (a refund, a
+// capture), reduced to what the demo prints.
+type opAnswer struct {
 	Pod            string `json:"pod"`
 	RefundID       string `json:"refund_id,omitempty"`
+	CaptureID      string `json:"capture_id,omitempty"`
 	Status         string `json:"status,omitempty"`
 	Amount         int64  `json:"amount,omitempty"`
 	ProviderRefund string `json:"provider_refund_id,omitempty"`
@@ -146,34 +147,53 @@ type refundAnswer struct {
 	HTTPStatus     int    `json:"-"`
 }
 
-func (a refundAnswer) String() string {
+func (a opAnswer) String() string {
 	b, _ := json.Marshal(a)
 	return fmt.Sprintf("%d %s", a.HTTPStatus, b)
 }
 
-func (a refundAnswer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.RetryAfter }
+func (a opAnswer) statusAndRetryAfter() (int, int) { return a.HTTPStatus, a.RetryAfter }
+
+// id is the refund's or capture's id.
+func (a opAnswer) id() string { return a.RefundID + a.CaptureID }
 
 // refund posts a refund of amount of payment paymentID to p with the
 // idempotency key.
-func (c *client) refund(ctx context.Context, p pod, paymentID, key string, amount int64) (refundAnswer, error) {
+func (c *client) refund(ctx context.Context, p pod, paymentID, key string, amount int64) (opAnswer, error) {
+	return c.operate(ctx, p, paymentID, "refunds", key, fmt.Sprintf(`{"amount":%d,"reason":"requested_by_customer"}`, amount))
+}
+
+// capture posts a capture of amount of payment paymentID to p with the
+// idempotency key.
+func (c *client) capture(ctx context.Context, p pod, paymentID, key string, amount int64) (opAnswer, error) {
+	return c.operate(ctx, p, paymentID, "captures", key, fmt.Sprintf(`{"amount":%d}`, amount))
+}
+
+// operate posts body to p as an operation (what: refunds, captures) on
+// payment paymentID with the idempotency key.
+func (c *client) operate(ctx context.Context, p pod, paymentID, what, key, body string) (opAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, patient)
 	defer cancel()
-	body := fmt.Sprintf(`{"amount":%d,"reason":"requested_by_customer"}`, amount)
-	r, err := c.of(p).DoContext(ctx, http.MethodPost, "/v1/payments/"+url.PathEscape(paymentID)+"/refunds", []byte(body),
+	r, err := c.of(p).DoContext(ctx, http.MethodPost, "/v1/payments/"+url.PathEscape(paymentID)+"/"+what, []byte(body),
 		map[string]string{"Idempotency-Key": key, "Content-Type": "application/json"})
 	if err != nil {
-		return refundAnswer{}, err
+		return opAnswer{}, err
 	}
 	if r.JSON == nil {
-		return refundAnswer{}, fmt.Errorf("%d answer is not a JSON object: %s", r.Status, r.Raw)
+		return opAnswer{}, fmt.Errorf("%d answer is not a JSON object: %s", r.Status, r.Raw)
 	}
-	a := refundAnswer{Pod: p.name, HTTPStatus: r.Status, RetryAfter: r.RetryAfter()}
-	if r.Status < 300 || r.Status == http.StatusPaymentRequired {
-		replayed := r.Replayed()
-		amount, _ := r.JSON["amount"].(float64)
-		a.RefundID, a.Status, a.Amount, a.ProviderRefund, a.Replayed = r.Str("id"), r.Str("status"), int64(amount), r.Str("provider_refund_id"), &replayed
-	} else {
+	a := opAnswer{Pod: p.name, HTTPStatus: r.Status, RetryAfter: r.RetryAfter()}
+	if r.Status >= 300 && r.Status != http.StatusPaymentRequired {
 		a.Code = r.Str("code")
+		return a, nil
+	}
+	replayed := r.Replayed()
+	amount, _ := r.JSON["amount"].(float64)
+	a.Status, a.Amount, a.ProviderRefund, a.Replayed = r.Str("status"), int64(amount), r.Str("provider_refund_id"), &replayed
+	if what == "captures" {
+		a.CaptureID = r.Str("id")
+	} else {
+		a.RefundID = r.Str("id")
 	}
 	return a, nil
 }

@@ -53,7 +53,8 @@ const (
 
 // Demo runs two providersims (providers sim_a and sim_b) and two paymentsvc
 // pods on a fresh database and plays the four failure scenarios, a lost
-// refund answer and a provider outage against them, printing an account.
+// refund answer, a provider outage and a lost capture answer against them,
+// printing an account.
 type Demo struct {
 	cfg Config
 	out io.Writer
@@ -64,7 +65,7 @@ type Demo struct {
 
 	stateDir   string            // sim_a's state file, so that it survives a restart
 	procs      []*childproc.Proc // everything started, for Close
-	sim        simulator         // sim_a, the first provider: scenarios 1 to 5 use it alone
+	sim        simulator         // sim_a, the first provider: scenarios 1 to 5 and 7 use it alone
 	simB       simulator         // sim_b, the second provider
 	podA, podB pod
 	client     *client
@@ -82,7 +83,7 @@ func (d *Demo) Run(ctx context.Context) error {
 	}
 	for _, play := range []func(context.Context) error{
 		d.timeoutThenRetry, d.concurrentDuplicates, d.keyReused, d.crashAfterCharge, d.tally,
-		d.refundAnswerLost, d.providerOutage, d.tallyProviders,
+		d.refundAnswerLost, d.providerOutage, d.tallyProviders, d.captureAnswerLost,
 	} {
 		if err := play(ctx); err != nil {
 			return err

@@ -1,10 +1,11 @@
 // Command demo plays the four failure scenarios of docs/failure-scenarios.md
 // (a client timeout and retry, two identical requests on two pods, a reused
 // key, and a pod that crashes after the provider charged), then a refund
-// whose answer the provider loses and a provider killed under traffic with a
-// second one to fail over to, against two providersims (providers sim_a and
-// sim_b) and two paymentsvc pods on a fresh database, and prints what each
-// pod answered and the tallies. It needs the binaries built first:
+// whose answer the provider loses, a provider killed under traffic with a
+// second one to fail over to, and a manual payment whose capture's answer is
+// lost, against two providersims (providers sim_a and sim_b) and two
+// paymentsvc pods on a fresh database, and prints what each pod answered and
+// the tallies. It needs the binaries built first:
 //
 //	go build -o bin/ ./cmd/... && bin/demo
 //
@@ -28,8 +29,9 @@ const usage = `Usage: demo [flags]
 Starts two providersims (providers sim_a and sim_b) and two paymentsvc pods on
 a new database payments_demo_<unix>_<pid> on the DATABASE_URL's server, plays
 the four failure scenarios of docs/failure-scenarios.md, a refund whose answer
-is lost and an outage of sim_a with failover to sim_b, prints the tallies,
-then stops everything and drops the database.
+is lost, an outage of sim_a with failover to sim_b and an authorization whose
+capture's answer is lost, prints the tallies, then stops everything and drops
+the database.
 
 Every flag can also be set by the environment variable of the same name in
 upper case (--bin-dir ⇔ BIN_DIR). Flags:`

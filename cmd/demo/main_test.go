@@ -22,7 +22,8 @@ import (
 // one payment, the provider made three charges for four calls; a refund whose answer was lost
 // is refunded once; with sim_a killed, new payments fail over to sim_b while
 // the payment sim_a may have charged stays there and is resolved there; every
-// paid order has exactly one charge across both providers; and the demo's
+// paid order has exactly one charge across both providers; a manual
+// payment's capture whose answer was lost is captured once; and the demo's
 // database is gone afterwards.
 func TestDemoPlaysTheSeedScenarios(t *testing.T) {
 	if testing.Short() {
@@ -105,6 +106,19 @@ func TestDemoPlaysTheSeedScenarios(t *testing.T) {
 	require.Equal(t, map[string]int{"sim_a": 7, "sim_b": 7}, perProvider)
 	require.Equal(t, "sim_a 7 charges, sim_b 7 charges, 0 of no payment; 14 paid orders, each charged exactly once, at its provider: true",
 		lineAfter(t, text, "providers: "))
+
+	// 7: authorize now, capture later; the capture's answer is lost (202
+	// UNKNOWN, the payment still AUTHORIZED); the retry with the same key
+	// resumes the same capture, the next replays it; captured once.
+	require.Regexp(t, `pay o-16 \(capture_method manual\) -> 201 \{"pod":"A","order_id":"o-16","status":"AUTHORIZED","provider":"sim_a","charge":"ch_\w+","replayed":false\}`, text)
+	firstCapture := regexp.MustCompile(`capture attempt 1 -> 202 \{"pod":"A","capture_id":"(cap_\w+)","status":"UNKNOWN","amount":500,"replayed":false\}`).FindStringSubmatch(text)
+	require.NotNil(t, firstCapture, "the lost capture answer is UNKNOWN")
+	require.Contains(t, text, "payment o-16 meanwhile: status AUTHORIZED, amount_capturable 800")
+	require.Regexp(t, `capture retry, same key -> 201 \{"pod":"B","capture_id":"`+firstCapture[1]+`","status":"SUCCEEDED","amount":500,"replayed":false\}`, text)
+	require.Contains(t, text, "same capture as attempt 1: true")
+	require.Regexp(t, `capture retry again -> 201 \{"pod":"A","capture_id":"`+firstCapture[1]+`","status":"SUCCEEDED","amount":500,"replayed":true\}`, text)
+	require.Regexp(t, `provider sim_a: charge ch_\w+ captured 500 of 800 authorized, for \d+ capture calls`, text)
+	require.Contains(t, text, "payment o-16: status SUCCEEDED, amount_captured 500, amount_refundable 500")
 
 	name := regexp.MustCompile(`database (payments_demo_\d+_\d+)`).FindStringSubmatch(text)
 	require.NotNil(t, name, "the demo names its database")

@@ -56,13 +56,13 @@ func (d *Demo) refundAnswerLost(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.out, "  %s faults cleared\n", providerA)
 
-	retried, err := retry(ctx, d, "refund retry, same key", func() (refundAnswer, error) {
+	retried, err := retry(ctx, d, "refund retry, same key", func() (opAnswer, error) {
 		return d.client.refund(ctx, d.podB, paid.PaymentID, key, 200)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  same refund as attempt 1: %v\n", retried.RefundID != "" && retried.RefundID == first.RefundID)
+	fmt.Fprintf(d.out, "  same refund as attempt 1: %v\n", retried.id() != "" && retried.id() == first.id())
 	again, err := d.client.refund(ctx, d.podA, paid.PaymentID, key, 200)
 	if err != nil {
 		return err
@@ -234,6 +234,7 @@ func faultsJSON(f providersim.Faults) string {
 		ErrorStatus     int     `json:"error_status,omitempty"`
 		DropAfterCommit bool    `json:"drop_after_commit,omitempty"`
 		Refunds         bool    `json:"refunds,omitempty"`
+		Captures        bool    `json:"captures,omitempty"`
 	}(f))
 	return string(b)
 }

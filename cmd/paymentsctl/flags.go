@@ -20,6 +20,7 @@ type flags struct {
 	timeout *time.Duration
 
 	orderID, currency, paymentMethod, key *string
+	captureMethod, reason                 *string
 	amount                                *amountFlag
 	sync                                  *bool
 	limit                                 *int
@@ -41,12 +42,20 @@ func newFlags(cmd string, getenv func(string) (string, bool)) *flags {
 		f.currency = fs.String("currency", "", "ISO 4217 code, upper case (required)")
 		f.paymentMethod = fs.String("payment-method", "", "the provider's payment method (required), e.g. pm_card_visa")
 		f.key = fs.String("idempotency-key", "", "the payment's key; default: a new one, printed on stderr")
+		f.captureMethod = fs.String("capture-method", "automatic", "automatic (charge at once) or manual (only authorize: capture or void it later)")
+	case "capture":
+		f.amount = &amountFlag{}
+		fs.Var(f.amount, "amount", "the amount to capture, `N` in minor units; default: all that is authorized")
+		f.key = fs.String("idempotency-key", "", "the capture's key; default ctl-capture-<PAYMENT_ID>-<N or all>")
+	case "void":
+		f.reason = fs.String("reason", "", "why: duplicate, fraudulent, requested_by_customer or abandoned; default none")
+		f.key = fs.String("idempotency-key", "", "the void's key; default ctl-void-<PAYMENT_ID>")
 	case "refund":
 		f.amount = &amountFlag{}
 		fs.Var(f.amount, "amount", "the amount to refund, `N` in minor units; default: the whole refundable rest")
 		f.key = fs.String("idempotency-key", "", "the refund's key; default ctl-<PAYMENT_ID>-<N or rest>")
 	case "get":
-		f.sync = fs.Bool("sync", false, "ask the provider first about a PENDING or UNKNOWN payment or refund")
+		f.sync = fs.Bool("sync", false, "ask the provider first about a PENDING or UNKNOWN payment or operation, or an AUTHORIZED payment")
 	case "list":
 		f.orderID = fs.String("order-id", "", "only this order's payments")
 		f.limit = fs.Int("limit", 100, "print at most this many payments; 0: all")
@@ -58,7 +67,7 @@ func newFlags(cmd string, getenv func(string) (string, bool)) *flags {
 // are not flags.
 func (f *flags) check(positional []string) error {
 	var errs []error
-	wantArgs := map[string]int{"pay": 0, "refund": 1, "get": 1, "list": 0}[f.cmd]
+	wantArgs := map[string]int{"pay": 0, "refund": 1, "capture": 1, "void": 1, "get": 1, "list": 0}[f.cmd]
 	if len(positional) != wantArgs {
 		errs = append(errs, fmt.Errorf("want %d argument(s), got %q", wantArgs, positional))
 	}
@@ -78,9 +87,16 @@ func (f *flags) check(positional []string) error {
 		if !f.amount.set || f.amount.n <= 0 {
 			errs = append(errs, errors.New("--amount N is required: a positive integer"))
 		}
-	case "refund":
+		if *f.captureMethod != "automatic" && *f.captureMethod != "manual" {
+			errs = append(errs, fmt.Errorf("--capture-method must be automatic or manual, got %q", *f.captureMethod))
+		}
+	case "refund", "capture":
 		if f.amount.set && f.amount.n <= 0 {
 			errs = append(errs, fmt.Errorf("--amount must be a positive integer, got %d", f.amount.n))
+		}
+	case "void":
+		if r := *f.reason; r != "" && r != "duplicate" && r != "fraudulent" && r != "requested_by_customer" && r != "abandoned" {
+			errs = append(errs, fmt.Errorf("--reason must be duplicate, fraudulent, requested_by_customer or abandoned, got %q", r))
 		}
 	case "list":
 		if *f.limit < 0 {

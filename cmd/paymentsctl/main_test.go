@@ -67,19 +67,21 @@ func ctl(t *testing.T, env []string, args ...string) result {
 func TestHelpExits0(t *testing.T) {
 	t.Parallel()
 	env := []string{"PAYMENTS_API_KEY=sk_secret_value"}
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"pay", "-h"}, {"refund", "--help"}, {"get", "-h"}, {"list", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"pay", "-h"}, {"refund", "--help"}, {"capture", "-h"}, {"void", "-h"}, {"get", "-h"}, {"list", "-h"}} {
 		r := ctl(t, env, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r)
-		for _, word := range []string{"pay", "refund", "get", "list", "PAYMENTS_URL", "PAYMENTS_API_KEY", "idempotency_key="} {
+		for _, word := range []string{"pay", "refund", "capture", "void", "get", "list", "PAYMENTS_URL", "PAYMENTS_API_KEY", "idempotency_key="} {
 			require.Contains(t, r.stderr, word, args)
 		}
 		require.NotContains(t, r.stderr, "secret", "-h never prints the API key")
 		require.Empty(t, r.stdout)
 	}
 	r := ctl(t, env, "pay", "-h")
-	for _, flag := range []string{"--order-id", "--amount", "--currency", "--payment-method", "--idempotency-key", "--timeout", "--payments-url", "--payments-api-key"} {
+	for _, flag := range []string{"--order-id", "--amount", "--currency", "--payment-method", "--capture-method", "--idempotency-key", "--timeout", "--payments-url", "--payments-api-key"} {
 		require.Contains(t, r.stderr, flag)
 	}
+	r = ctl(t, env, "void", "-h")
+	require.Contains(t, r.stderr, "--reason")
 }
 
 func TestBadUsageExits2(t *testing.T) {
@@ -104,6 +106,13 @@ func TestBadUsageExits2(t *testing.T) {
 		{nil, []string{"refund"}},
 		{nil, []string{"refund", "pay_1", "--amount", "0"}},
 		{nil, []string{"refund", "pay_1", "pay_2"}},
+		{nil, append(pay, "--capture-method", "later")},
+		{nil, []string{"capture"}},
+		{nil, []string{"capture", "pay_1", "--amount", "0"}},
+		{nil, []string{"capture", "pay_1", "--reason", "duplicate"}},
+		{nil, []string{"void"}},
+		{nil, []string{"void", "pay_1", "--reason", "bored"}},
+		{nil, []string{"void", "pay_1", "--amount", "5"}},
 		{nil, []string{"get"}},
 		{nil, []string{"get", "pay_1", "pay_2"}},
 		{nil, []string{"list", "extra"}},
@@ -130,6 +139,12 @@ func TestNothingListening(t *testing.T) {
 	r = ctl(t, env, "refund", "pay_1", "--timeout", "1s")
 	require.Equal(t, 4, r.code, "%s", r)
 	require.Equal(t, "ctl-pay_1-rest", r.key())
+	r = ctl(t, env, "capture", "pay_1", "--timeout", "1s")
+	require.Equal(t, 4, r.code, "%s", r)
+	require.Equal(t, "ctl-capture-pay_1-all", r.key())
+	r = ctl(t, env, "void", "pay_1", "--timeout", "1s")
+	require.Equal(t, 4, r.code, "%s", r)
+	require.Equal(t, "ctl-void-pay_1", r.key())
 
 	r = ctl(t, env, "get", "pay_1", "--timeout", "1s")
 	require.Equal(t, 1, r.code, "%s", r)
@@ -313,4 +328,63 @@ func TestPayNotFinalThenResumed(t *testing.T) {
 	require.Equal(t, r.object(t)["id"], resumed.object(t)["id"], "the same payment")
 	require.Equal(t, "SUCCEEDED", resumed.object(t)["status"])
 	require.Len(t, s.sim.Charges(t), 1, "exactly one charge")
+}
+
+// pay --capture-method manual stops at AUTHORIZED (exit 0); capture and void
+// have default keys naming the payment (and the amount), so running the
+// same command again never captures or voids twice; exits 0 SUCCEEDED, 3
+// FAILED or CANCELED, 1 refused.
+func TestCaptureAndVoid(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	manual := func(order string) string {
+		t.Helper()
+		r := ctl(t, s.env(), payArgs(order, "pm_card_visa", "--capture-method", "manual")...)
+		require.Equal(t, 0, r.code, "%s", r)
+		require.Equal(t, "AUTHORIZED", r.object(t)["status"])
+		return r.object(t)["id"].(string)
+	}
+	id := manual("o-1")
+
+	first := ctl(t, s.env(), "capture", id, "--amount", "300")
+	require.Equal(t, 0, first.code, "%s", first)
+	require.Equal(t, "ctl-capture-"+id+"-300", first.key())
+	require.Equal(t, "SUCCEEDED", first.object(t)["status"])
+	require.EqualValues(t, 300, first.object(t)["amount"])
+	again := ctl(t, s.env(), "capture", "--amount", "300", id)
+	require.Equal(t, 0, again.code, "%s", again)
+	require.Equal(t, first.object(t)["id"], again.object(t)["id"], "the same capture, replayed")
+	require.EqualValues(t, 1, s.sim.Stats(t).CaptureCalls)
+	got := ctl(t, s.env(), "get", id)
+	require.Equal(t, "SUCCEEDED", got.object(t)["status"])
+	require.EqualValues(t, 300, got.object(t)["amount_captured"])
+	capture := ctl(t, s.env(), "get", "--sync", first.object(t)["id"].(string))
+	require.Equal(t, 0, capture.code, "%s", capture)
+	require.Equal(t, first.object(t)["id"], capture.object(t)["id"])
+
+	refused := ctl(t, s.env(), "void", id)
+	require.Equal(t, 1, refused.code, "%s", refused)
+	require.Equal(t, "payment_not_voidable", refused.object(t)["code"])
+
+	other := manual("o-2")
+	v := ctl(t, s.env(), "void", other, "--reason", "requested_by_customer")
+	require.Equal(t, 0, v.code, "%s", v)
+	require.Equal(t, "ctl-void-"+other, v.key())
+	require.Equal(t, "requested_by_customer", v.object(t)["reason"])
+	vAgain := ctl(t, s.env(), "void", other, "--reason", "requested_by_customer")
+	require.Equal(t, v.object(t)["id"], vAgain.object(t)["id"])
+	require.EqualValues(t, 1, s.sim.Stats(t).VoidCalls)
+	require.Equal(t, "CANCELED", ctl(t, s.env(), "get", other).object(t)["status"])
+	require.Equal(t, 0, ctl(t, s.env(), "get", v.object(t)["id"].(string)).code)
+
+	// A capture refused as expired: FAILED (3), the payment CANCELED.
+	expired := manual("o-3")
+	s.sim.Expire(t, ctl(t, s.env(), "get", expired).object(t)["provider_charge_id"].(string))
+	r := ctl(t, s.env(), "capture", expired)
+	require.Equal(t, 3, r.code, "%s", r)
+	require.Equal(t, "authorization_expired", r.object(t)["failure_code"])
+	require.Equal(t, "CANCELED", ctl(t, s.env(), "get", expired).object(t)["status"])
+	// pay answered CANCELED exits 3 too: a manual payment declined is FAILED.
+	declined := ctl(t, s.env(), payArgs("o-4", "pm_card_declined", "--capture-method", "manual")...)
+	require.Equal(t, 3, declined.code, "%s", declined)
 }

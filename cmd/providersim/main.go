@@ -28,6 +28,7 @@ func run(args []string, stderr io.Writer) int {
 	webhookURL := set.URL("SIM_WEBHOOK_URL", "", "URL webhooks are posted to (empty: no webhooks)")
 	webhookSecret := set.Secret("SIM_WEBHOOK_SECRET", providersim.DefaultWebhookSecret, "secret webhooks are signed with")
 	latency := set.Duration("SIM_LATENCY", 0, "delay spent in every charge call before the charge is created")
+	authTTL := set.Duration("SIM_AUTH_TTL", providersim.DefaultAuthTTL, `how long a charge made with "capture":false stays capturable`)
 	if err := set.Parse(args, stderr); err != nil {
 		return envflag.ExitCode(err)
 	}
@@ -45,6 +46,7 @@ func run(args []string, stderr io.Writer) int {
 		WebhookURL:    *webhookURL,
 		WebhookSecret: *webhookSecret,
 		Latency:       *latency,
+		AuthTTL:       *authTTL,
 		Logger:        log,
 	})
 	if err != nil {

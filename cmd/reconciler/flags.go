@@ -110,12 +110,16 @@ A one-shot job, run from cron, that makes the payments database and the
 provider agree. Prints one JSON line on stdout; logs JSON to stderr.
 
 Commands:
-  run      (default) resolve CREATED, PENDING and UNKNOWN attempts older than
-           --min-age that are due for a check; prints
-           {"checked","succeeded","failed","still_unknown","needs_review","errors"}
+  run      (default) resolve CREATED, PENDING and UNKNOWN payments, refunds,
+           captures and voids older than --min-age that are due for a check,
+           and check AUTHORIZED payments past their capture_before (whatever
+           --min-age); prints
+           {"checked","succeeded","failed","still_unknown","needs_review","errors",
+            "refunds":{…},"captures":{…},"voids":{…},"expired","authorized"}
   settle   --day YYYY-MM-DD: compare the provider's charges of that UTC day with
-           our payments and refund orphan charges; prints
-           {"day","provider_charges","matched","orphans_refunded","amount_mismatches","missing_at_provider"}
+           our payments, refund orphan charges and void orphan authorizations;
+           prints {"day","provider_charges","matched","orphans_refunded",
+           "orphans_voided","amount_mismatches","missing_at_provider"}
   gc       delete expired idempotency keys of final payments, webhook events
            received more than --webhook-event-ttl (WEBHOOK_EVENT_TTL, default
            720h) ago and outbox rows published more than --outbox-retention

@@ -118,9 +118,9 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	for _, args := range [][]string{{}, {"run", "--min-age", "1m", "--batch-size", "10"}} {
 		r := reconciler(t, env, args...)
 		require.Equal(t, 0, r.code, r.stderr)
-		want := `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}` + "\n"
+		want := `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}` + "\n"
 		if len(args) > 0 { // the second run finds nothing due
-			want = `{"checked":0,"succeeded":0,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}` + "\n"
+			want = `{"checked":0,"succeeded":0,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}` + "\n"
 		}
 		require.Equal(t, want, r.stdout)
 		requireJSONLogs(t, r.stderr)
@@ -129,7 +129,7 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	day := time.Unix(ch.Created, 0).UTC().Format("2006-01-02")
 	r := reconciler(t, env, "settle", "--day", day)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"amount_mismatches":0,"missing_at_provider":0}`+"\n", r.stdout)
+	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0}`+"\n", r.stdout)
 
 	r = reconciler(t, env, "gc")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -207,7 +207,7 @@ func TestRunMinAgeZeroResolvesAJustStuckPayment(t *testing.T) {
 
 		r := reconciler(t, append([]string{"DATABASE_URL=" + db.URL, "PROVIDER_URL=" + simURL}, c.env...), c.args...)
 		require.Equal(t, 0, r.code, "%s: %s", c.name, r.stderr)
-		require.Equal(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0}}`+"\n", r.stdout, c.name)
+		require.Equal(t, `{"checked":1,"succeeded":1,"failed":0,"still_unknown":0,"needs_review":0,"errors":0,"refunds":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"captures":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"voids":{"checked":0,"succeeded":0,"failed":0,"still_unknown":0},"expired":0,"authorized":0}`+"\n", r.stdout, c.name)
 		var status string
 		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM payment_attempts WHERE id = $1`, "pay_"+c.name).Scan(&status))
 		require.Equal(t, "SUCCEEDED", status, c.name)

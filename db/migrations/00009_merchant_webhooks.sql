@@ -99,12 +99,13 @@ CREATE TABLE webhook_delivery_events (
 );
 CREATE INDEX webhook_delivery_events_delivery_idx ON webhook_delivery_events (delivery_id, id);
 
--- A key points at what it created: a payment, a refund or, now, a webhook
+-- A key points at what it created: a payment, a refund, a capture or void
+-- (00007) or, now, a webhook
 -- endpoint (POST /v1/webhook_endpoints with an Idempotency-Key).
 ALTER TABLE idempotency_keys
     ADD COLUMN endpoint_id text REFERENCES webhook_endpoints (id) DEFERRABLE INITIALLY DEFERRED,
     DROP CONSTRAINT idempotency_keys_one_subject_check,
-    ADD CONSTRAINT idempotency_keys_one_subject_check CHECK (num_nonnulls(attempt_id, refund_id, endpoint_id) = 1);
+    ADD CONSTRAINT idempotency_keys_one_subject_check CHECK (num_nonnulls(attempt_id, refund_id, capture_id, endpoint_id) = 1);
 CREATE INDEX idempotency_keys_endpoint_idx ON idempotency_keys (endpoint_id) WHERE endpoint_id IS NOT NULL;
 
 -- +goose Down
@@ -113,7 +114,7 @@ DELETE FROM idempotency_keys WHERE endpoint_id IS NOT NULL;
 ALTER TABLE idempotency_keys
     DROP CONSTRAINT idempotency_keys_one_subject_check,
     DROP COLUMN endpoint_id,
-    ADD CONSTRAINT idempotency_keys_one_subject_check CHECK (num_nonnulls(attempt_id, refund_id) = 1);
+    ADD CONSTRAINT idempotency_keys_one_subject_check CHECK (num_nonnulls(attempt_id, refund_id, capture_id) = 1);
 DROP TABLE webhook_delivery_events;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhook_messages;

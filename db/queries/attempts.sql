@@ -1,9 +1,9 @@
 -- name: AttemptInsert :one
 INSERT INTO payment_attempts (
     id, tenant_id, order_id, idempotency_key, amount, currency,
-    payment_method, description, metadata, status, route
+    payment_method, description, metadata, status, route, capture_method
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10, $11
 )
 RETURNING *;
 
@@ -21,9 +21,10 @@ SELECT * FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2
 ORDER BY created_at, id;
 
+-- The order's payment that holds it (payment_attempts_live_order_key).
 -- name: AttemptGetLiveForOrder :one
 SELECT * FROM payment_attempts
-WHERE tenant_id = $1 AND order_id = $2 AND status <> 'FAILED';
+WHERE tenant_id = $1 AND order_id = $2 AND status NOT IN ('FAILED', 'CANCELED');
 
 -- name: AttemptGetForUpdate :one
 SELECT * FROM payment_attempts WHERE id = $1 FOR UPDATE;
@@ -34,6 +35,9 @@ SELECT * FROM payment_attempts WHERE id = $1 FOR UPDATE;
 -- A transition to PENDING names the provider about to be called: it is
 -- committed before the call. Back to CREATED (not_sent: nothing reached
 -- it), the payment is at no provider again. Otherwise it stays as it is.
+-- SUCCEEDED records what was captured (amount_captured; an automatic
+-- payment's amount), AUTHORIZED the provider's deadline (capture_before,
+-- kept only while AUTHORIZED), CANCELED its reason.
 -- name: AttemptTransition :one
 UPDATE payment_attempts
 SET status             = sqlc.arg(to_status),
@@ -41,6 +45,11 @@ SET status             = sqlc.arg(to_status),
                               ELSE COALESCE(sqlc.narg(provider), provider) END,
     provider_charge_id = COALESCE(sqlc.narg(provider_charge_id), provider_charge_id),
     failure_code       = COALESCE(sqlc.narg(failure_code), failure_code),
+    amount_captured    = CASE WHEN sqlc.arg(to_status) = 'SUCCEEDED'
+                              THEN COALESCE(sqlc.narg(amount_captured)::bigint, amount) ELSE amount_captured END,
+    capture_before     = CASE WHEN sqlc.arg(to_status) = 'AUTHORIZED' THEN sqlc.narg(capture_before)::timestamptz END,
+    canceled_reason    = CASE WHEN sqlc.arg(to_status) = 'CANCELED' THEN sqlc.narg(canceled_reason)::text
+                              ELSE canceled_reason END,
     updated_at         = now()
 WHERE id = sqlc.arg(id) AND status = sqlc.arg(from_status)
 RETURNING *;
@@ -95,7 +104,7 @@ SELECT * FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE;
 UPDATE payment_attempts
 SET amount_reserved = amount_reserved + sqlc.arg(amount)::bigint, updated_at = now()
 WHERE id = sqlc.arg(id) AND status = 'SUCCEEDED'
-  AND amount_reserved + sqlc.arg(amount)::bigint <= amount;
+  AND amount_reserved + sqlc.arg(amount)::bigint <= amount_captured;
 
 -- AttemptReleaseRefund gives a FAILED refund's amount back and returns the
 -- payment's amount_refunded; no row when less is reserved.
@@ -136,11 +145,12 @@ LIMIT sqlc.arg(max_rows);
 WITH ins AS (
     INSERT INTO payment_attempts (
         id, tenant_id, order_id, idempotency_key, amount, currency,
-        payment_method, description, metadata, status, provider, route
+        payment_method, description, metadata, status, provider, route, capture_method
     )
     SELECT sqlc.arg(id)::text, sqlc.arg(tenant_id)::text, sqlc.arg(order_id)::text, sqlc.arg(idempotency_key)::text,
            sqlc.arg(amount)::bigint, sqlc.arg(currency)::text, sqlc.arg(payment_method)::text,
-           sqlc.narg(description)::text, sqlc.narg(metadata)::jsonb, 'PENDING', sqlc.arg(provider)::text, sqlc.arg(route)::text[]
+           sqlc.narg(description)::text, sqlc.narg(metadata)::jsonb, 'PENDING', sqlc.arg(provider)::text, sqlc.arg(route)::text[],
+           sqlc.arg(capture_method)::text
     WHERE EXISTS (
         SELECT 1 FROM idempotency_keys AS k
         WHERE k.tenant_id = sqlc.arg(tenant_id)::text AND k.key = sqlc.arg(idempotency_key)::text
@@ -161,12 +171,17 @@ SELECT * FROM ins;
 -- only while the request still owns its key (the EXISTS locks the key row,
 -- as Hold does), and writes the audit row. No row: someone else moved it,
 -- or the key was taken over; the caller then takes the slow path.
+-- It records what AttemptTransition records of a SUCCEEDED or AUTHORIZED
+-- payment (a create never makes one CANCELED on this path).
 -- name: AttemptFinish :one
 WITH moved AS (
     UPDATE payment_attempts
     SET status             = sqlc.arg(to_status)::text,
         provider_charge_id = COALESCE(sqlc.narg(provider_charge_id)::text, provider_charge_id),
         failure_code       = COALESCE(sqlc.narg(failure_code)::text, failure_code),
+        amount_captured    = CASE WHEN sqlc.arg(to_status)::text = 'SUCCEEDED'
+                                  THEN COALESCE(sqlc.narg(amount_captured)::bigint, amount) ELSE amount_captured END,
+        capture_before     = CASE WHEN sqlc.arg(to_status)::text = 'AUTHORIZED' THEN sqlc.narg(capture_before)::timestamptz END,
         updated_at         = now()
     WHERE id = sqlc.arg(id)::text AND status = sqlc.arg(from_status)::text
       AND EXISTS (

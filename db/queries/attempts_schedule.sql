@@ -43,10 +43,31 @@ UPDATE payment_attempts
 SET next_check_at = now() + sqlc.arg(delay_ms)::bigint * interval '1 millisecond'
 WHERE id = ANY (sqlc.arg(ids)::text[]) AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
 
+-- AttemptClaimExpired takes a batch of AUTHORIZED payments whose
+-- capture_before has passed, that no capture or void (not FAILED) holds,
+-- and that are due, and pushes their next check out by a lease, as
+-- AttemptClaimDue does (payment_attempts_authorized_idx).
+-- name: AttemptClaimExpired :many
+WITH due AS (
+    SELECT a.id
+    FROM payment_attempts AS a
+    WHERE a.status = 'AUTHORIZED' AND a.capture_before <= now()
+      AND (a.next_check_at IS NULL OR a.next_check_at <= now())
+      AND NOT EXISTS (SELECT 1 FROM captures AS c WHERE c.payment_id = a.id AND c.status <> 'FAILED')
+    ORDER BY a.capture_before
+    LIMIT sqlc.arg(max_rows)
+    FOR UPDATE OF a SKIP LOCKED
+)
+UPDATE payment_attempts AS a
+SET next_check_at = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
+FROM due
+WHERE a.id = due.id
+RETURNING a.id;
+
 -- AttemptListForSettle returns what settlement compares of the attempts that
 -- a day's provider charges name.
 -- name: AttemptListForSettle :many
-SELECT id, status, provider, provider_charge_id, amount, currency
+SELECT id, status, provider, provider_charge_id, amount, currency, amount_captured
 FROM payment_attempts
 WHERE id = ANY (sqlc.arg(ids)::text[]);
 
@@ -54,7 +75,7 @@ WHERE id = ANY (sqlc.arg(ids)::text[]);
 -- the SUCCEEDED attempts created in [from_time, to_time), for settlement's
 -- "missing at the provider" check. Once a day, over one day of attempts.
 -- name: AttemptListSucceededCreatedBetween :many
-SELECT id, provider, provider_charge_id, amount, currency, created_at
+SELECT id, provider, provider_charge_id, amount, currency, created_at, amount_captured
 FROM payment_attempts
 WHERE status = 'SUCCEEDED'
   AND created_at >= sqlc.arg(from_time) AND created_at < sqlc.arg(to_time)

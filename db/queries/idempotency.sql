@@ -1,11 +1,11 @@
 -- Ownership of a key is decided here, by the primary key: of two racing
 -- inserts exactly one returns a row.
 -- A key names the payment (attempt_id), the refund (refund_id) or the
--- webhook endpoint (endpoint_id) it created.
+-- capture or void (capture_id) or the webhook endpoint (endpoint_id) it created.
 -- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, endpoint_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, endpoint_id, locked_until, expires_at)
 VALUES (
-    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.narg(attempt_id), sqlc.narg(refund_id), sqlc.narg(endpoint_id),
+    sqlc.arg(tenant_id), sqlc.arg(key), sqlc.arg(fingerprint), sqlc.narg(attempt_id), sqlc.narg(refund_id), sqlc.narg(capture_id), sqlc.narg(endpoint_id),
     now() + sqlc.arg(lock_ttl_ms)::bigint * interval '1 millisecond',
     now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 )
@@ -14,7 +14,7 @@ RETURNING lock_token;
 
 -- The lock is judged by the database clock, never a pod's.
 -- name: IdemKeyGet :one
-SELECT tenant_id, key, fingerprint, attempt_id, refund_id, lock_token, response_code, response_body,
+SELECT tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
        GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
 FROM idempotency_keys
@@ -72,8 +72,9 @@ UPDATE idempotency_keys
 SET locked_until = NULL, updated_at = now()
 WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
 
--- IdemKeyGetByAttempt and IdemKeyGetByRefund read what a takeover of the
--- key of a payment or a refund needs, as IdemKeyGet judges it.
+-- IdemKeyGetByAttempt, IdemKeyGetByRefund and IdemKeyGetByCapture read
+-- what a takeover of the key of a payment, a refund or a capture or void
+-- needs, as IdemKeyGet judges it.
 -- name: IdemKeyGetByAttempt :one
 SELECT tenant_id, key, lock_token,
        (response_code IS NOT NULL)::boolean AS completed,
@@ -86,10 +87,17 @@ SELECT tenant_id, key, lock_token,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
 FROM idempotency_keys WHERE refund_id = $1;
 
--- IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
--- refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
--- the stored response is all the key still held), or that created a webhook
--- endpoint (stored with its answer, in one transaction). A key of an unresolved one
+-- name: IdemKeyGetByCapture :one
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE capture_id = $1;
+
+-- IdemKeyDeleteExpired deletes one batch of expired keys whose payment,
+-- refund, capture or void is final (SUCCEEDED, FAILED or CANCELED: nothing
+-- can change them any more, so the stored response is all the key still
+-- held; an AUTHORIZED payment's key is kept while it is held), or that created
+-- a webhook endpoint (stored with its answer, in one transaction). A key of an unresolved one
 -- is kept however old, because a retry with it must resume it rather than
 -- start a new one. A key a request holds right now is passed over: one whose
 -- lock has not expired (its owner may be calling the provider, between
@@ -101,8 +109,9 @@ WHERE (tenant_id, key) IN (
     FROM idempotency_keys AS k
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
+    LEFT JOIN captures AS c ON c.id = k.capture_id
     WHERE k.expires_at < now()
-      AND (COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+      AND (COALESCE(a.status, r.status, c.status) IN ('SUCCEEDED', 'FAILED', 'CANCELED')
            OR (k.endpoint_id IS NOT NULL AND k.response_code IS NOT NULL))
       AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at

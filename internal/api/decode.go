@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
 	"github.com/acme/paymentsvc/internal/httpbody"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/refunds"
@@ -71,6 +73,7 @@ type createRequest struct {
 	PaymentMethod *string           `json:"payment_method"`
 	Description   *string           `json:"description"`
 	Metadata      map[string]string `json:"metadata"`
+	CaptureMethod *string           `json:"capture_method"`
 }
 
 var paymentMethodRE = regexp.MustCompile(`^[A-Za-z0-9_\-.:]{1,255}$`)
@@ -129,6 +132,12 @@ func decodeCreate(body []byte) (payments.CreateInput, error) {
 		return v, err
 	}
 	v.Metadata = req.Metadata
+	if req.CaptureMethod != nil {
+		if *req.CaptureMethod != attempts.CaptureAutomatic && *req.CaptureMethod != attempts.CaptureManual {
+			return v, invalid("capture_method must be automatic or manual")
+		}
+		v.CaptureMethod = *req.CaptureMethod
+	}
 	return v, nil
 }
 
@@ -369,4 +378,44 @@ func decodeRefund(body []byte) (payments.RefundInput, error) {
 	}
 	v.Metadata = req.Metadata
 	return v, nil
+}
+
+// captureRequest is the body of POST /v1/payments/{id}/captures.
+type captureRequest struct {
+	Amount json.RawMessage `json:"amount"`
+}
+
+// decodeCapture parses and validates a capture body (amount optional: all
+// that is authorized) into the capture fields of a CaptureInput.
+func decodeCapture(body []byte) (payments.CaptureInput, error) {
+	var req captureRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return payments.CaptureInput{}, err
+	}
+	var v payments.CaptureInput
+	if len(req.Amount) > 0 && string(req.Amount) != "null" {
+		amount, err := parseAmount(req.Amount)
+		if err != nil {
+			return v, err
+		}
+		v.Amount = &amount
+	}
+	return v, nil
+}
+
+// voidRequest is the body of POST /v1/payments/{id}/voids.
+type voidRequest struct {
+	Reason *string `json:"reason"`
+}
+
+// decodeVoid parses and validates a void body (reason optional).
+func decodeVoid(body []byte) (payments.VoidInput, error) {
+	var req voidRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return payments.VoidInput{}, err
+	}
+	if req.Reason != nil && !slices.Contains(captures.VoidReasons, *req.Reason) {
+		return payments.VoidInput{}, invalid("reason must be one of %s", strings.Join(captures.VoidReasons, ", "))
+	}
+	return payments.VoidInput{Reason: req.Reason}, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -93,7 +94,7 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	id := chi.URLParam(r, "id")
 	reqlog.From(r.Context()).PaymentID = id
-	sync, err := syncOf(r)
+	sync, err := syncParam(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -107,8 +108,8 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if sync && (a.Status == attempts.Pending || a.Status == attempts.Unknown) {
-		a, _, err = s.Payments.Sync(r.Context(), a.ID, payments.SyncOptions{Source: attempts.SourceAPI})
+	if syncFn := s.syncOf(a.Status); syncFn != nil && sync {
+		a, _, err = syncFn(r.Context(), a.ID, payments.SyncOptions{Source: attempts.SourceAPI})
 		if err != nil {
 			// The provider could not be asked: answer what we know.
 			s.log.WarnContext(r.Context(), "sync failed", "payment_id", id, "err", err)
@@ -119,6 +120,20 @@ func (s *server) getPayment(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, a.Public())
+}
+
+// syncOf is how ?sync=true asks the provider about a payment in status st:
+// a PENDING or UNKNOWN one is resolved by its key (Sync), an AUTHORIZED one
+// learns a capture, void or expiry made at the provider (CheckHeld); nil
+// for the others, which the provider cannot change.
+func (s *server) syncOf(st attempts.Status) func(context.Context, string, payments.SyncOptions) (attempts.Attempt, payments.SyncOutcome, error) {
+	switch st {
+	case attempts.Pending, attempts.Unknown:
+		return s.Payments.Sync
+	case attempts.Authorized:
+		return s.Payments.CheckHeld
+	}
+	return nil
 }
 
 func (s *server) listPayments(w http.ResponseWriter, r *http.Request) {

@@ -5,11 +5,12 @@ import (
 	"strconv"
 )
 
-// syncOf reads the ?sync of GET /v1/payments/{id} and GET /v1/refunds/{id}:
+// syncParam reads the ?sync of GET /v1/payments/{id}, /v1/refunds/{id},
+// /v1/captures/{id} and /v1/voids/{id}:
 // absent is false; the spellings of strconv.ParseBool (true, false, 1, 0,
 // t, f, in lower, upper or title case) say what they say; anything else,
 // an empty value included, is refused rather than taken as false.
-func syncOf(r *http.Request) (bool, error) {
+func syncParam(r *http.Request) (bool, error) {
 	q := r.URL.Query()
 	if !q.Has("sync") {
 		return false, nil

@@ -13,36 +13,16 @@ import (
 	"github.com/acme/paymentsvc/internal/reqlog"
 )
 
-// createRefund is POST /v1/payments/{id}/refunds. The fingerprint names the
-// concrete path, so one key cannot refund two payments. Every field is
-// optional, so a request without a body is the empty object.
+// createRefund is POST /v1/payments/{id}/refunds (see createOperation).
 func (s *server) createRefund(w http.ResponseWriter, r *http.Request) {
-	key, body, ok := s.keyAndBody(w, r, readOptionalJSONBody)
-	if !ok {
-		return
-	}
-	req, err := decodeRefund(body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	fp, err := fingerprint(r.URL.Path, body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t := tenantOf(r.Context())
-	req.TenantID, req.PaymentID, req.IdempotencyKey, req.Fingerprint = t.ID, chi.URLParam(r, "id"), key, fp
-	reqlog.From(r.Context()).PaymentID = req.PaymentID
-	reply, err := s.Payments.Refund(r.Context(), req)
-	s.writeReply(w, r, reply, err)
+	createOperation(s, w, r, decodeRefund, s.Payments.Refund)
 }
 
 // getRefund is GET /v1/refunds/{id}[?sync=true].
 func (s *server) getRefund(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	id := chi.URLParam(r, "id")
-	sync, err := syncOf(r)
+	sync, err := syncParam(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -44,6 +44,7 @@ type Payment struct {
 	Amount        int64  `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
+	CaptureMethod string `json:"capture_method,omitempty"` // "manual": only authorize
 }
 
 // Visa is a payment of amount for order that the simulator charges.

@@ -43,6 +43,11 @@ func (s Sim) Charges(ctx context.Context) ([]providersim.Charge, error) {
 	return out.Data, err
 }
 
+// Expire makes the authorization of charge id expire now.
+func (s Sim) Expire(ctx context.Context, id string) error {
+	return s.call(ctx, http.MethodPost, "/_sim/charges/"+id+"/expire", nil, nil)
+}
+
 // Stats returns the simulator's counters.
 func (s Sim) Stats(ctx context.Context) (providersim.Stats, error) {
 	var st providersim.Stats

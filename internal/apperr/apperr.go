@@ -30,13 +30,18 @@ const (
 	PaymentNotRefundable     Code = "payment_not_refundable"
 	RefundExceeds            Code = "refund_exceeds_refundable"
 	RefundNotFound           Code = "refund_not_found"
-	WebhookEndpointNotFound  Code = "webhook_endpoint_not_found"
-	WebhookDeliveryNotFound  Code = "webhook_delivery_not_found"
-	WebhookDeliveryDelivered Code = "webhook_delivery_delivered"
+	PaymentNotCapturable     Code = "payment_not_capturable"
+	PaymentNotVoidable       Code = "payment_not_voidable"
+	CaptureExceeds           Code = "capture_exceeds_authorized"
+	CaptureNotFound          Code = "capture_not_found"
+	VoidNotFound             Code = "void_not_found"
 	RateLimited              Code = "rate_limited"
 	NotFound                 Code = "not_found"
 	MethodNotAllowed         Code = "method_not_allowed"
 	Internal                 Code = "internal_error"
+	WebhookEndpointNotFound  Code = "webhook_endpoint_not_found"
+	WebhookDeliveryNotFound  Code = "webhook_delivery_not_found"
+	WebhookDeliveryDelivered Code = "webhook_delivery_delivered"
 )
 
 // Error is an application error.

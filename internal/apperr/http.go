@@ -24,13 +24,18 @@ var statusOf = map[Code]int{
 	PaymentNotRefundable:     http.StatusConflict,
 	RefundExceeds:            http.StatusUnprocessableEntity,
 	RefundNotFound:           http.StatusNotFound,
-	WebhookEndpointNotFound:  http.StatusNotFound,
-	WebhookDeliveryNotFound:  http.StatusNotFound,
-	WebhookDeliveryDelivered: http.StatusConflict,
+	PaymentNotCapturable:     http.StatusConflict,
+	PaymentNotVoidable:       http.StatusConflict,
+	CaptureExceeds:           http.StatusUnprocessableEntity,
+	CaptureNotFound:          http.StatusNotFound,
+	VoidNotFound:             http.StatusNotFound,
 	RateLimited:              http.StatusTooManyRequests,
 	NotFound:                 http.StatusNotFound,
 	MethodNotAllowed:         http.StatusMethodNotAllowed,
 	Internal:                 http.StatusInternalServerError,
+	WebhookEndpointNotFound:  http.StatusNotFound,
+	WebhookDeliveryNotFound:  http.StatusNotFound,
+	WebhookDeliveryDelivered: http.StatusConflict,
 }
 
 // HTTPStatus is the status that answers code.

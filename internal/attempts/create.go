@@ -21,6 +21,16 @@ type New struct {
 	// Route is the providers the payment may go to, in order (the tenant's
 	// rule for its currency, else the default order), fixed at creation.
 	Route []string
+	// CaptureMethod is CaptureAutomatic (also when empty) or CaptureManual.
+	CaptureMethod string
+}
+
+// captureMethod is n's capture method, automatic if unset.
+func (n New) captureMethod() string {
+	if n.CaptureMethod == CaptureManual {
+		return CaptureManual
+	}
+	return CaptureAutomatic
 }
 
 // Insert creates the attempt in CREATED with its first audit row, in the
@@ -38,6 +48,7 @@ func Insert(ctx context.Context, tx db.DBTX, n New) (Attempt, error) {
 		ID: n.ID, TenantID: n.TenantID, OrderID: n.OrderID, IdempotencyKey: n.IdempotencyKey,
 		Amount: n.Amount, Currency: n.Currency, PaymentMethod: n.PaymentMethod,
 		Description: n.Description, Metadata: meta, Route: append([]string{}, n.Route...),
+		CaptureMethod: n.captureMethod(),
 	})
 	if err != nil {
 		return Attempt{}, translate(err)

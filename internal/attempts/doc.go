@@ -17,6 +17,13 @@
 // FAILED are final: nothing moves an attempt out of them; a report that
 // contradicts a final status is recorded as an anomaly instead.
 //
+// A manual payment (CaptureManual) moves along lifecycle.Manual instead
+// (Attempt.Machine): AUTHORIZED once the provider holds the amount, then
+// SUCCEEDED (its capture, amount_captured) or CANCELED (its void, or an
+// expiry). AUTHORIZED and CANCELED write PaymentAuthorized and
+// PaymentCanceled. amount_captured is what was charged; refunds reserve
+// against it.
+//
 // # Transitions
 //
 // Update locks the attempt row, lets the caller decide on the attempt as it

@@ -37,6 +37,7 @@ func QueueInsertCalling(p *db.Pipeline, n New, provider string) *Queued {
 		ID: n.ID, TenantID: n.TenantID, OrderID: n.OrderID, IdempotencyKey: n.IdempotencyKey,
 		Amount: n.Amount, Currency: n.Currency, PaymentMethod: n.PaymentMethod,
 		Description: n.Description, Metadata: meta, Provider: provider, Route: append([]string{}, n.Route...),
+		CaptureMethod: n.captureMethod(),
 	}
 	p.Add(func(ctx context.Context, tx db.DBTX) error {
 		row, err := db.Q.AttemptInsertCalling(ctx, tx, arg)
@@ -46,7 +47,7 @@ func QueueInsertCalling(p *db.Pipeline, n New, provider string) *Queued {
 }
 
 // expected is how transition c will leave attempt a, but for updated_at,
-// which the transaction sets.
+// which the transaction sets (as AttemptTransition and AttemptFinish do).
 func expected(a Attempt, c Change) Attempt {
 	a.Status = c.To
 	if c.ChargeID != "" {
@@ -54,6 +55,18 @@ func expected(a Attempt, c Change) Attempt {
 	}
 	if c.FailureCode != "" {
 		a.FailureCode = &c.FailureCode
+	}
+	switch c.To {
+	case Succeeded:
+		a.AmountCaptured = a.Amount
+		if c.AmountCaptured > 0 {
+			a.AmountCaptured = c.AmountCaptured
+		}
+	case Authorized:
+		a.CaptureBefore = c.CaptureBefore
+	}
+	if c.To != Authorized {
+		a.CaptureBefore = nil
 	}
 	return a
 }
@@ -76,13 +89,14 @@ func StampedPayment(a Attempt, c Change, withTenant bool) (db.Stamped, error) {
 
 // QueueFinish queues the transition of a from its status to c.To, only while
 // the request still holds its key (owner lock: tenant, key, token), with its
-// audit row, and for a final status its event (with ctx's traceparent): the
+// audit row, and its event if c.To has one (with ctx's traceparent): the
 // transition's one round trip. Queued.OK is false when nothing moved (the key
 // was taken over, or another path moved the attempt first); then nothing
 // else is written.
 func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenantID, key string, token int64) (*Queued, error) {
+	typ := eventType(c.To)
 	var event db.Stamped
-	if c.To.Final() {
+	if typ != "" {
 		var err error
 		if event, err = StampedPayment(a, c, true); err != nil {
 			return nil, err
@@ -92,16 +106,17 @@ func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenan
 	arg := db.AttemptFinishParams{
 		ID: a.ID, FromStatus: string(a.Status), ToStatus: string(c.To),
 		ProviderChargeID: nonEmpty(c.ChargeID), FailureCode: nonEmpty(c.FailureCode),
+		AmountCaptured: positive(c.AmountCaptured), CaptureBefore: c.CaptureBefore,
 		TenantID: tenantID, Key: key, LockToken: token, Reason: c.Reason,
 	}
 	p.Add(func(ctx context.Context, tx db.DBTX) error {
 		row, err := db.Q.AttemptFinish(ctx, tx, arg)
 		return q.take(db.PaymentAttempt(row), err)
 	})
-	if !c.To.Final() {
+	if typ == "" {
 		return q, nil
 	}
-	ev := outbox.Event{Type: eventType(c.To), SubjectID: a.ID, PaymentID: a.ID}
+	ev := outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID}
 	return q, outbox.QueueEnqueueMoved(ctx, p, ev, event, string(c.To))
 }
 

@@ -133,3 +133,23 @@ func List(ctx context.Context, q db.DBTX, lq ListQuery) ([]Attempt, bool, error)
 	}
 	return out, more, nil
 }
+
+// Lock returns attempt id and holds its row lock until tx ends, so that
+// nothing else changes it meanwhile (the row lock every Update takes).
+func Lock(ctx context.Context, tx db.DBTX, id string) (Attempt, error) {
+	row, err := db.Q.AttemptGetForUpdate(ctx, tx, id)
+	if err != nil {
+		return Attempt{}, translate(err)
+	}
+	return fromRow(row), nil
+}
+
+// LockForTenant is Lock for tenantID's payment id: another tenant's is
+// ErrNotFound.
+func LockForTenant(ctx context.Context, tx db.DBTX, tenantID, id string) (Attempt, error) {
+	row, err := db.Q.AttemptGetForTenantForUpdate(ctx, tx, db.AttemptGetForTenantForUpdateParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return Attempt{}, translate(err)
+	}
+	return fromRow(row), nil
+}

@@ -38,11 +38,10 @@ type Reservation struct {
 // number of pods, serialise on the row: the second sees the first's
 // reservation.
 func ReserveRefund(ctx context.Context, tx db.DBTX, tenantID, paymentID string, amount *int64) (Reservation, error) {
-	row, err := db.Q.AttemptGetForTenantForUpdate(ctx, tx, db.AttemptGetForTenantForUpdateParams{TenantID: tenantID, ID: paymentID})
+	a, err := LockForTenant(ctx, tx, tenantID, paymentID)
 	if err != nil {
-		return Reservation{}, translate(err)
+		return Reservation{}, err
 	}
-	a := fromRow(row)
 	if a.Status != Succeeded {
 		return Reservation{}, ErrNotRefundable
 	}

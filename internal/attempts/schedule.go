@@ -49,3 +49,12 @@ func ReleaseClaims(ctx context.Context, q db.DBTX, ids []string, delay time.Dura
 	_, err := db.Q.AttemptReleaseClaims(ctx, q, db.AttemptReleaseClaimsParams{Ids: ids, DelayMs: delay.Milliseconds()})
 	return translate(err)
 }
+
+// ClaimExpired takes up to max AUTHORIZED payments whose capture_before has
+// passed, that no capture or void (other than a FAILED one) holds and that
+// are due for a check, and pushes their next check out by lease, like
+// ClaimDue. It returns their ids.
+func ClaimExpired(ctx context.Context, q db.DBTX, max int, lease time.Duration) ([]string, error) {
+	ids, err := db.Q.AttemptClaimExpired(ctx, q, db.AttemptClaimExpiredParams{MaxRows: int32(max), LeaseMs: lease.Milliseconds()})
+	return ids, translate(err)
+}

@@ -11,13 +11,14 @@ import (
 
 // Settled is what settlement compares of an attempt with a provider charge.
 type Settled struct {
-	ID        string
-	Status    Status
-	Provider  string // "" when none was chosen
-	ChargeID  string // "" when none recorded
-	Amount    int64
-	Currency  string
-	CreatedAt time.Time
+	ID             string
+	Status         Status
+	Provider       string // "" when none was chosen
+	ChargeID       string // "" when none recorded
+	Amount         int64
+	AmountCaptured int64 // what it charged, once SUCCEEDED
+	Currency       string
+	CreatedAt      time.Time
 }
 
 // ListForSettlement returns the attempts among ids (missing ones are absent).
@@ -28,7 +29,10 @@ func ListForSettlement(ctx context.Context, q db.DBTX, ids []string) ([]Settled,
 	}
 	out := make([]Settled, len(rows))
 	for i, r := range rows {
-		out[i] = Settled{ID: r.ID, Status: Status(r.Status), Provider: deref(r.Provider), ChargeID: deref(r.ProviderChargeID), Amount: r.Amount, Currency: r.Currency}
+		out[i] = Settled{
+			ID: r.ID, Status: Status(r.Status), Provider: deref(r.Provider), ChargeID: deref(r.ProviderChargeID),
+			Amount: r.Amount, AmountCaptured: r.AmountCaptured, Currency: r.Currency,
+		}
 	}
 	return out, nil
 }
@@ -47,7 +51,7 @@ func ListSucceededCreatedBetween(ctx context.Context, q db.DBTX, from, to, after
 	for i, r := range rows {
 		out[i] = Settled{
 			ID: r.ID, Status: Succeeded, Provider: deref(r.Provider), ChargeID: deref(r.ProviderChargeID),
-			Amount: r.Amount, Currency: r.Currency, CreatedAt: r.CreatedAt,
+			Amount: r.Amount, AmountCaptured: r.AmountCaptured, Currency: r.Currency, CreatedAt: r.CreatedAt,
 		}
 	}
 	return out, nil

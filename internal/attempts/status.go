@@ -13,11 +13,13 @@ type Source = lifecycle.Source
 
 // The statuses, sources and failure codes of lifecycle.
 const (
-	Created   = lifecycle.Created
-	Pending   = lifecycle.Pending
-	Succeeded = lifecycle.Succeeded
-	Failed    = lifecycle.Failed
-	Unknown   = lifecycle.Unknown
+	Created    = lifecycle.Created
+	Pending    = lifecycle.Pending
+	Succeeded  = lifecycle.Succeeded
+	Failed     = lifecycle.Failed
+	Unknown    = lifecycle.Unknown
+	Authorized = lifecycle.Authorized
+	Canceled   = lifecycle.Canceled
 
 	SourceAPI        = lifecycle.SourceAPI
 	SourceWebhook    = lifecycle.SourceWebhook
@@ -27,8 +29,10 @@ const (
 	FailureProviderNoRecord = lifecycle.FailureProviderNoRecord
 )
 
-// CanTransition reports whether from → to is an edge of the state machine.
+// CanTransition reports whether from → to is an edge of an automatic
+// payment's state machine (Attempt.Machine for any payment's).
 func CanTransition(from, to Status) bool { return lifecycle.CanTransition(from, to) }
 
-// LegalPath reports whether an audit trail follows the state machine's edges.
+// LegalPath reports whether an automatic payment's audit trail follows the
+// state machine's edges (Attempt.Machine().LegalPath for any payment's).
 func LegalPath(path []Status) bool { return lifecycle.LegalPath(path) }

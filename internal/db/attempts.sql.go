@@ -170,26 +170,31 @@ WITH moved AS (
     SET status             = $1::text,
         provider_charge_id = COALESCE($2::text, provider_charge_id),
         failure_code       = COALESCE($3::text, failure_code),
+        amount_captured    = CASE WHEN $1::text = 'SUCCEEDED'
+                                  THEN COALESCE($4::bigint, amount) ELSE amount_captured END,
+        capture_before     = CASE WHEN $1::text = 'AUTHORIZED' THEN $5::timestamptz END,
         updated_at         = now()
-    WHERE id = $4::text AND status = $5::text
+    WHERE id = $6::text AND status = $7::text
       AND EXISTS (
           SELECT 1 FROM idempotency_keys AS k
-          WHERE k.tenant_id = $6::text AND k.key = $7::text
-            AND k.lock_token = $8::bigint AND k.response_code IS NULL
+          WHERE k.tenant_id = $8::text AND k.key = $9::text
+            AND k.lock_token = $10::bigint AND k.response_code IS NULL
           FOR UPDATE
       )
-    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason
 ), audit AS (
     INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
-    SELECT moved.id, $5::text, $1::text, 'api', $9::text FROM moved
+    SELECT moved.id, $7::text, $1::text, 'api', $11::text FROM moved
 )
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM moved
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM moved
 `
 
 type AttemptFinishParams struct {
 	ToStatus         string
 	ProviderChargeID *string
 	FailureCode      *string
+	AmountCaptured   *int64
+	CaptureBefore    *time.Time
 	ID               string
 	FromStatus       string
 	TenantID         string
@@ -220,6 +225,10 @@ type AttemptFinishRow struct {
 	AmountReserved   int64
 	AmountRefunded   int64
 	Route            []string
+	CaptureMethod    string
+	AmountCaptured   int64
+	CaptureBefore    *time.Time
+	CanceledReason   *string
 }
 
 // AttemptFinish is the create path's completing transition in one
@@ -227,11 +236,15 @@ type AttemptFinishRow struct {
 // only while the request still owns its key (the EXISTS locks the key row,
 // as Hold does), and writes the audit row. No row: someone else moved it,
 // or the key was taken over; the caller then takes the slow path.
+// It records what AttemptTransition records of a SUCCEEDED or AUTHORIZED
+// payment (a create never makes one CANCELED on this path).
 func (q *Queries) AttemptFinish(ctx context.Context, db DBTX, arg AttemptFinishParams) (AttemptFinishRow, error) {
 	row := db.QueryRow(ctx, attemptFinish,
 		arg.ToStatus,
 		arg.ProviderChargeID,
 		arg.FailureCode,
+		arg.AmountCaptured,
+		arg.CaptureBefore,
 		arg.ID,
 		arg.FromStatus,
 		arg.TenantID,
@@ -262,12 +275,16 @@ func (q *Queries) AttemptFinish(ctx context.Context, db DBTX, arg AttemptFinishP
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetByChargeID = `-- name: AttemptGetByChargeID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE provider_charge_id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts WHERE provider_charge_id = $1
 `
 
 func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerChargeID *string) (PaymentAttempt, error) {
@@ -295,12 +312,16 @@ func (q *Queries) AttemptGetByChargeID(ctx context.Context, db DBTX, providerCha
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetByID = `-- name: AttemptGetByID :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE id = $1
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts WHERE id = $1
 `
 
 func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -328,12 +349,16 @@ func (q *Queries) AttemptGetByID(ctx context.Context, db DBTX, id string) (Payme
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetForTenant = `-- name: AttemptGetForTenant :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts WHERE tenant_id = $1 AND id = $2
 `
 
 type AttemptGetForTenantParams struct {
@@ -366,12 +391,16 @@ func (q *Queries) AttemptGetForTenant(ctx context.Context, db DBTX, arg AttemptG
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetForTenantForUpdate = `-- name: AttemptGetForTenantForUpdate :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type AttemptGetForTenantForUpdateParams struct {
@@ -404,12 +433,16 @@ func (q *Queries) AttemptGetForTenantForUpdate(ctx context.Context, db DBTX, arg
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetForUpdate = `-- name: AttemptGetForUpdate :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (PaymentAttempt, error) {
@@ -437,13 +470,17 @@ func (q *Queries) AttemptGetForUpdate(ctx context.Context, db DBTX, id string) (
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptGetLiveForOrder = `-- name: AttemptGetLiveForOrder :one
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
-WHERE tenant_id = $1 AND order_id = $2 AND status <> 'FAILED'
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts
+WHERE tenant_id = $1 AND order_id = $2 AND status NOT IN ('FAILED', 'CANCELED')
 `
 
 type AttemptGetLiveForOrderParams struct {
@@ -451,6 +488,7 @@ type AttemptGetLiveForOrderParams struct {
 	OrderID  string
 }
 
+// The order's payment that holds it (payment_attempts_live_order_key).
 func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg AttemptGetLiveForOrderParams) (PaymentAttempt, error) {
 	row := db.QueryRow(ctx, attemptGetLiveForOrder, arg.TenantID, arg.OrderID)
 	var i PaymentAttempt
@@ -476,6 +514,10 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
@@ -483,11 +525,11 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 const attemptInsert = `-- name: AttemptInsert :one
 INSERT INTO payment_attempts (
     id, tenant_id, order_id, idempotency_key, amount, currency,
-    payment_method, description, metadata, status, route
+    payment_method, description, metadata, status, route, capture_method
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, 'CREATED', $10, $11
 )
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason
 `
 
 type AttemptInsertParams struct {
@@ -501,6 +543,7 @@ type AttemptInsertParams struct {
 	Description    *string
 	Metadata       json.RawMessage
 	Route          []string
+	CaptureMethod  string
 }
 
 func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertParams) (PaymentAttempt, error) {
@@ -515,6 +558,7 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		arg.Description,
 		arg.Metadata,
 		arg.Route,
+		arg.CaptureMethod,
 	)
 	var i PaymentAttempt
 	err := row.Scan(
@@ -539,6 +583,10 @@ func (q *Queries) AttemptInsert(ctx context.Context, db DBTX, arg AttemptInsertP
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
@@ -547,17 +595,18 @@ const attemptInsertCalling = `-- name: AttemptInsertCalling :one
 WITH ins AS (
     INSERT INTO payment_attempts (
         id, tenant_id, order_id, idempotency_key, amount, currency,
-        payment_method, description, metadata, status, provider, route
+        payment_method, description, metadata, status, provider, route, capture_method
     )
     SELECT $1::text, $2::text, $3::text, $4::text,
            $5::bigint, $6::text, $7::text,
-           $8::text, $9::jsonb, 'PENDING', $10::text, $11::text[]
+           $8::text, $9::jsonb, 'PENDING', $10::text, $11::text[],
+           $12::text
     WHERE EXISTS (
         SELECT 1 FROM idempotency_keys AS k
         WHERE k.tenant_id = $2::text AND k.key = $4::text
           AND k.attempt_id = $1::text
     )
-    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+    RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason
 ), audit AS (
     INSERT INTO payment_attempt_events (attempt_id, from_status, to_status, source, reason)
     SELECT ins.id, s.from_status, s.to_status, 'api', s.reason
@@ -565,7 +614,7 @@ WITH ins AS (
                       (2, 'CREATED', 'PENDING', 'calling provider ' || $10::text)) AS s (n, from_status, to_status, reason)
     ORDER BY s.n
 )
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM ins
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM ins
 `
 
 type AttemptInsertCallingParams struct {
@@ -580,6 +629,7 @@ type AttemptInsertCallingParams struct {
 	Metadata       json.RawMessage
 	Provider       string
 	Route          []string
+	CaptureMethod  string
 }
 
 type AttemptInsertCallingRow struct {
@@ -604,6 +654,10 @@ type AttemptInsertCallingRow struct {
 	AmountReserved   int64
 	AmountRefunded   int64
 	Route            []string
+	CaptureMethod    string
+	AmountCaptured   int64
+	CaptureBefore    *time.Time
+	CanceledReason   *string
 }
 
 // AttemptInsertCalling is the create path's acquisition and CREATED →
@@ -624,6 +678,7 @@ func (q *Queries) AttemptInsertCalling(ctx context.Context, db DBTX, arg Attempt
 		arg.Metadata,
 		arg.Provider,
 		arg.Route,
+		arg.CaptureMethod,
 	)
 	var i AttemptInsertCallingRow
 	err := row.Scan(
@@ -648,12 +703,16 @@ func (q *Queries) AttemptInsertCalling(ctx context.Context, db DBTX, arg Attempt
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }
 
 const attemptListByOrder = `-- name: AttemptListByOrder :many
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts
 WHERE tenant_id = $1 AND order_id = $2
 ORDER BY created_at, id
 `
@@ -694,6 +753,10 @@ func (q *Queries) AttemptListByOrder(ctx context.Context, db DBTX, arg AttemptLi
 			&i.AmountReserved,
 			&i.AmountRefunded,
 			&i.Route,
+			&i.CaptureMethod,
+			&i.AmountCaptured,
+			&i.CaptureBefore,
+			&i.CanceledReason,
 		); err != nil {
 			return nil, err
 		}
@@ -706,7 +769,7 @@ func (q *Queries) AttemptListByOrder(ctx context.Context, db DBTX, arg AttemptLi
 }
 
 const attemptListPage = `-- name: AttemptListPage :many
-SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR order_id = $2::text)
   AND (NOT $3::boolean
@@ -766,6 +829,10 @@ func (q *Queries) AttemptListPage(ctx context.Context, db DBTX, arg AttemptListP
 			&i.AmountReserved,
 			&i.AmountRefunded,
 			&i.Route,
+			&i.CaptureMethod,
+			&i.AmountCaptured,
+			&i.CaptureBefore,
+			&i.CanceledReason,
 		); err != nil {
 			return nil, err
 		}
@@ -821,7 +888,7 @@ const attemptReserveRefund = `-- name: AttemptReserveRefund :execrows
 UPDATE payment_attempts
 SET amount_reserved = amount_reserved + $1::bigint, updated_at = now()
 WHERE id = $2 AND status = 'SUCCEEDED'
-  AND amount_reserved + $1::bigint <= amount
+  AND amount_reserved + $1::bigint <= amount_captured
 `
 
 type AttemptReserveRefundParams struct {
@@ -860,9 +927,14 @@ SET status             = $1,
                               ELSE COALESCE($2, provider) END,
     provider_charge_id = COALESCE($3, provider_charge_id),
     failure_code       = COALESCE($4, failure_code),
+    amount_captured    = CASE WHEN $1 = 'SUCCEEDED'
+                              THEN COALESCE($5::bigint, amount) ELSE amount_captured END,
+    capture_before     = CASE WHEN $1 = 'AUTHORIZED' THEN $6::timestamptz END,
+    canceled_reason    = CASE WHEN $1 = 'CANCELED' THEN $7::text
+                              ELSE canceled_reason END,
     updated_at         = now()
-WHERE id = $5 AND status = $6
-RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route
+WHERE id = $8 AND status = $9
+RETURNING id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason
 `
 
 type AttemptTransitionParams struct {
@@ -870,6 +942,9 @@ type AttemptTransitionParams struct {
 	Provider         *string
 	ProviderChargeID *string
 	FailureCode      *string
+	AmountCaptured   *int64
+	CaptureBefore    *time.Time
+	CanceledReason   *string
 	ID               string
 	FromStatus       string
 }
@@ -880,12 +955,18 @@ type AttemptTransitionParams struct {
 // A transition to PENDING names the provider about to be called: it is
 // committed before the call. Back to CREATED (not_sent: nothing reached
 // it), the payment is at no provider again. Otherwise it stays as it is.
+// SUCCEEDED records what was captured (amount_captured; an automatic
+// payment's amount), AUTHORIZED the provider's deadline (capture_before,
+// kept only while AUTHORIZED), CANCELED its reason.
 func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTransitionParams) (PaymentAttempt, error) {
 	row := db.QueryRow(ctx, attemptTransition,
 		arg.ToStatus,
 		arg.Provider,
 		arg.ProviderChargeID,
 		arg.FailureCode,
+		arg.AmountCaptured,
+		arg.CaptureBefore,
+		arg.CanceledReason,
 		arg.ID,
 		arg.FromStatus,
 	)
@@ -912,6 +993,10 @@ func (q *Queries) AttemptTransition(ctx context.Context, db DBTX, arg AttemptTra
 		&i.AmountReserved,
 		&i.AmountRefunded,
 		&i.Route,
+		&i.CaptureMethod,
+		&i.AmountCaptured,
+		&i.CaptureBefore,
+		&i.CanceledReason,
 	)
 	return i, err
 }

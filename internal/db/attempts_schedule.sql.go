@@ -75,8 +75,55 @@ func (q *Queries) AttemptClaimDue(ctx context.Context, db DBTX, arg AttemptClaim
 	return items, nil
 }
 
+const attemptClaimExpired = `-- name: AttemptClaimExpired :many
+WITH due AS (
+    SELECT a.id
+    FROM payment_attempts AS a
+    WHERE a.status = 'AUTHORIZED' AND a.capture_before <= now()
+      AND (a.next_check_at IS NULL OR a.next_check_at <= now())
+      AND NOT EXISTS (SELECT 1 FROM captures AS c WHERE c.payment_id = a.id AND c.status <> 'FAILED')
+    ORDER BY a.capture_before
+    LIMIT $2
+    FOR UPDATE OF a SKIP LOCKED
+)
+UPDATE payment_attempts AS a
+SET next_check_at = now() + $1::bigint * interval '1 millisecond'
+FROM due
+WHERE a.id = due.id
+RETURNING a.id
+`
+
+type AttemptClaimExpiredParams struct {
+	LeaseMs int64
+	MaxRows int32
+}
+
+// AttemptClaimExpired takes a batch of AUTHORIZED payments whose
+// capture_before has passed, that no capture or void (not FAILED) holds,
+// and that are due, and pushes their next check out by a lease, as
+// AttemptClaimDue does (payment_attempts_authorized_idx).
+func (q *Queries) AttemptClaimExpired(ctx context.Context, db DBTX, arg AttemptClaimExpiredParams) ([]string, error) {
+	rows, err := db.Query(ctx, attemptClaimExpired, arg.LeaseMs, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptListForSettle = `-- name: AttemptListForSettle :many
-SELECT id, status, provider, provider_charge_id, amount, currency
+SELECT id, status, provider, provider_charge_id, amount, currency, amount_captured
 FROM payment_attempts
 WHERE id = ANY ($1::text[])
 `
@@ -88,6 +135,7 @@ type AttemptListForSettleRow struct {
 	ProviderChargeID *string
 	Amount           int64
 	Currency         string
+	AmountCaptured   int64
 }
 
 // AttemptListForSettle returns what settlement compares of the attempts that
@@ -108,6 +156,7 @@ func (q *Queries) AttemptListForSettle(ctx context.Context, db DBTX, ids []strin
 			&i.ProviderChargeID,
 			&i.Amount,
 			&i.Currency,
+			&i.AmountCaptured,
 		); err != nil {
 			return nil, err
 		}
@@ -120,7 +169,7 @@ func (q *Queries) AttemptListForSettle(ctx context.Context, db DBTX, ids []strin
 }
 
 const attemptListSucceededCreatedBetween = `-- name: AttemptListSucceededCreatedBetween :many
-SELECT id, provider, provider_charge_id, amount, currency, created_at
+SELECT id, provider, provider_charge_id, amount, currency, created_at, amount_captured
 FROM payment_attempts
 WHERE status = 'SUCCEEDED'
   AND created_at >= $1 AND created_at < $2
@@ -144,6 +193,7 @@ type AttemptListSucceededCreatedBetweenRow struct {
 	Amount           int64
 	Currency         string
 	CreatedAt        time.Time
+	AmountCaptured   int64
 }
 
 // AttemptListSucceededCreatedBetween pages (keyset on created_at, id) through
@@ -171,6 +221,7 @@ func (q *Queries) AttemptListSucceededCreatedBetween(ctx context.Context, db DBT
 			&i.Amount,
 			&i.Currency,
 			&i.CreatedAt,
+			&i.AmountCaptured,
 		); err != nil {
 			return nil, err
 		}

@@ -93,8 +93,9 @@ WHERE (tenant_id, key) IN (
     FROM idempotency_keys AS k
     LEFT JOIN payment_attempts AS a ON a.id = k.attempt_id
     LEFT JOIN refunds AS r ON r.id = k.refund_id
+    LEFT JOIN captures AS c ON c.id = k.capture_id
     WHERE k.expires_at < now()
-      AND (COALESCE(a.status, r.status) IN ('SUCCEEDED', 'FAILED')
+      AND (COALESCE(a.status, r.status, c.status) IN ('SUCCEEDED', 'FAILED', 'CANCELED')
            OR (k.endpoint_id IS NOT NULL AND k.response_code IS NOT NULL))
       AND (k.locked_until IS NULL OR k.locked_until <= now())
     ORDER BY k.expires_at
@@ -103,10 +104,11 @@ WHERE (tenant_id, key) IN (
 )
 `
 
-// IdemKeyDeleteExpired deletes one batch of expired keys whose payment or
-// refund is final (SUCCEEDED or FAILED: nothing can change them any more, so
-// the stored response is all the key still held), or that created a webhook
-// endpoint (stored with its answer, in one transaction). A key of an unresolved one
+// IdemKeyDeleteExpired deletes one batch of expired keys whose payment,
+// refund, capture or void is final (SUCCEEDED, FAILED or CANCELED: nothing
+// can change them any more, so the stored response is all the key still
+// held; an AUTHORIZED payment's key is kept while it is held), or that created
+// a webhook endpoint (stored with its answer, in one transaction). A key of an unresolved one
 // is kept however old, because a retry with it must resume it rather than
 // start a new one. A key a request holds right now is passed over: one whose
 // lock has not expired (its owner may be calling the provider, between
@@ -120,7 +122,7 @@ func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int
 }
 
 const idemKeyGet = `-- name: IdemKeyGet :one
-SELECT tenant_id, key, fingerprint, attempt_id, refund_id, lock_token, response_code, response_body,
+SELECT tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
        GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
 FROM idempotency_keys
@@ -138,6 +140,7 @@ type IdemKeyGetRow struct {
 	Fingerprint       []byte
 	AttemptID         *string
 	RefundID          *string
+	CaptureID         *string
 	LockToken         int64
 	ResponseCode      *int32
 	ResponseBody      []byte
@@ -155,6 +158,7 @@ func (q *Queries) IdemKeyGet(ctx context.Context, db DBTX, arg IdemKeyGetParams)
 		&i.Fingerprint,
 		&i.AttemptID,
 		&i.RefundID,
+		&i.CaptureID,
 		&i.LockToken,
 		&i.ResponseCode,
 		&i.ResponseBody,
@@ -179,11 +183,40 @@ type IdemKeyGetByAttemptRow struct {
 	Locked    bool
 }
 
-// IdemKeyGetByAttempt and IdemKeyGetByRefund read what a takeover of the
-// key of a payment or a refund needs, as IdemKeyGet judges it.
+// IdemKeyGetByAttempt, IdemKeyGetByRefund and IdemKeyGetByCapture read
+// what a takeover of the key of a payment, a refund or a capture or void
+// needs, as IdemKeyGet judges it.
 func (q *Queries) IdemKeyGetByAttempt(ctx context.Context, db DBTX, attemptID *string) (IdemKeyGetByAttemptRow, error) {
 	row := db.QueryRow(ctx, idemKeyGetByAttempt, attemptID)
 	var i IdemKeyGetByAttemptRow
+	err := row.Scan(
+		&i.TenantID,
+		&i.Key,
+		&i.LockToken,
+		&i.Completed,
+		&i.Locked,
+	)
+	return i, err
+}
+
+const idemKeyGetByCapture = `-- name: IdemKeyGetByCapture :one
+SELECT tenant_id, key, lock_token,
+       (response_code IS NOT NULL)::boolean AS completed,
+       (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked
+FROM idempotency_keys WHERE capture_id = $1
+`
+
+type IdemKeyGetByCaptureRow struct {
+	TenantID  string
+	Key       string
+	LockToken int64
+	Completed bool
+	Locked    bool
+}
+
+func (q *Queries) IdemKeyGetByCapture(ctx context.Context, db DBTX, captureID *string) (IdemKeyGetByCaptureRow, error) {
+	row := db.QueryRow(ctx, idemKeyGetByCapture, captureID)
+	var i IdemKeyGetByCaptureRow
 	err := row.Scan(
 		&i.TenantID,
 		&i.Key,
@@ -223,11 +256,11 @@ func (q *Queries) IdemKeyGetByRefund(ctx context.Context, db DBTX, refundID *str
 }
 
 const idemKeyInsert = `-- name: IdemKeyInsert :one
-INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, endpoint_id, locked_until, expires_at)
+INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, endpoint_id, locked_until, expires_at)
 VALUES (
-    $1, $2, $3, $4, $5, $6,
-    now() + $7::bigint * interval '1 millisecond',
-    now() + $8::bigint * interval '1 millisecond'
+    $1, $2, $3, $4, $5, $6, $7,
+    now() + $8::bigint * interval '1 millisecond',
+    now() + $9::bigint * interval '1 millisecond'
 )
 ON CONFLICT (tenant_id, key) DO NOTHING
 RETURNING lock_token
@@ -239,6 +272,7 @@ type IdemKeyInsertParams struct {
 	Fingerprint []byte
 	AttemptID   *string
 	RefundID    *string
+	CaptureID   *string
 	EndpointID  *string
 	LockTtlMs   int64
 	KeyTtlMs    int64
@@ -247,7 +281,7 @@ type IdemKeyInsertParams struct {
 // Ownership of a key is decided here, by the primary key: of two racing
 // inserts exactly one returns a row.
 // A key names the payment (attempt_id), the refund (refund_id) or the
-// webhook endpoint (endpoint_id) it created.
+// capture or void (capture_id) or the webhook endpoint (endpoint_id) it created.
 func (q *Queries) IdemKeyInsert(ctx context.Context, db DBTX, arg IdemKeyInsertParams) (int64, error) {
 	row := db.QueryRow(ctx, idemKeyInsert,
 		arg.TenantID,
@@ -255,6 +289,7 @@ func (q *Queries) IdemKeyInsert(ctx context.Context, db DBTX, arg IdemKeyInsertP
 		arg.Fingerprint,
 		arg.AttemptID,
 		arg.RefundID,
+		arg.CaptureID,
 		arg.EndpointID,
 		arg.LockTtlMs,
 		arg.KeyTtlMs,

@@ -20,6 +20,35 @@ type Anomaly struct {
 	CreatedAt time.Time
 }
 
+type Capture struct {
+	ID             string
+	Kind           string
+	TenantID       string
+	PaymentID      string
+	IdempotencyKey string
+	Amount         *int64
+	Currency       string
+	Reason         *string
+	Status         string
+	Provider       string
+	FailureCode    *string
+	CheckCount     int32
+	NextCheckAt    *time.Time
+	NeedsReview    bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type CaptureEvent struct {
+	ID         int64
+	CaptureID  string
+	FromStatus *string
+	ToStatus   string
+	Source     string
+	Reason     string
+	CreatedAt  time.Time
+}
+
 type IdempotencyKey struct {
 	TenantID     string
 	Key          string
@@ -33,6 +62,7 @@ type IdempotencyKey struct {
 	UpdatedAt    time.Time
 	ExpiresAt    time.Time
 	RefundID     *string
+	CaptureID    *string
 	EndpointID   *string
 }
 
@@ -73,6 +103,10 @@ type PaymentAttempt struct {
 	AmountReserved   int64
 	AmountRefunded   int64
 	Route            []string
+	CaptureMethod    string
+	AmountCaptured   int64
+	CaptureBefore    *time.Time
+	CanceledReason   *string
 }
 
 type PaymentAttemptEvent struct {

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 )
 
-// The failpoints of the create path and of the refund path
-// (docs/configuration.md, "Failpoints").
+// The failpoints of the create path and of the refund, capture and void
+// paths (docs/configuration.md, "Failpoints").
 const (
 	AfterKeyAcquired     = "after_key_acquired"
 	AfterProviderCall    = "after_provider_call"
@@ -18,6 +18,14 @@ const (
 	RefundAfterKeyAcquired     = "refund_after_key_acquired"
 	RefundAfterProviderCall    = "refund_after_provider_call"
 	RefundBeforeCompleteCommit = "refund_before_complete_commit"
+
+	CaptureAfterKeyAcquired     = "capture_after_key_acquired"
+	CaptureAfterProviderCall    = "capture_after_provider_call"
+	CaptureBeforeCompleteCommit = "capture_before_complete_commit"
+
+	VoidAfterKeyAcquired     = "void_after_key_acquired"
+	VoidAfterProviderCall    = "void_after_provider_call"
+	VoidBeforeCompleteCommit = "void_before_complete_commit"
 )
 
 var (

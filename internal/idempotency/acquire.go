@@ -46,21 +46,22 @@ type Result struct {
 	Lock         Lock   // Owned
 	AttemptID    string // Owned, Replay: the payment's attempt the key created, if it did
 	RefundID     string // Owned, Replay: the refund the key created, if it did
+	CaptureID    string // Owned, Replay: the capture or void the key created, if it did
 	Created      bool   // Owned: the key (and its attempt or refund) were created by this call
 	ResponseCode int    // Replay
 	ResponseBody []byte // Replay
 	RetryAfter   int    // InUse: whole seconds until the lock expires, at least 1
 }
 
-// CreateFunc inserts what a new key creates (an attempt or a refund, whose
-// id it is given) in the key's transaction.
+// CreateFunc inserts what a new key creates (an attempt, a refund, or a
+// capture or void, whose id it is given) in the key's transaction.
 type CreateFunc func(ctx context.Context, tx pgx.Tx, id string) error
 
-// ref names what a key created: a payment's attempt, a refund or a
-// webhook endpoint.
-type ref struct{ attemptID, refundID, endpointID string }
+// ref names what a key created: a payment's attempt, a refund, a capture
+// or void, or a webhook endpoint (exactly one).
+type ref struct{ attemptID, refundID, captureID, endpointID string }
 
-func (r ref) id() string { return r.attemptID + r.refundID + r.endpointID }
+func (r ref) id() string { return r.attemptID + r.refundID + r.captureID + r.endpointID }
 
 // Acquire claims (tenantID, key) for a create request with fingerprint fp. A
 // new key is inserted together with its attempt (create, given the attempt
@@ -74,6 +75,12 @@ func Acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key strin
 // refunds share one key space per tenant; the fingerprint tells them apart.
 func AcquireForRefund(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRefundID string, create CreateFunc) (Result, error) {
 	return acquire(ctx, pool, cfg, tenantID, key, fp, ref{refundID: newRefundID}, create)
+}
+
+// AcquireForCapture is Acquire for a capture or void request: a new key is
+// inserted together with its capture or void (create, given its id).
+func AcquireForCapture(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newCaptureID string, create CreateFunc) (Result, error) {
+	return acquire(ctx, pool, cfg, tenantID, key, fp, ref{captureID: newCaptureID}, create)
 }
 
 func acquire(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string, fp []byte, newRef ref, create CreateFunc) (Result, error) {
@@ -126,7 +133,7 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 			return err
 		}
 		inserted = true
-		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: r.attemptID, RefundID: r.refundID, Created: true}
+		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: r.attemptID, RefundID: r.refundID, CaptureID: r.captureID, Created: true}
 		return nil
 	})
 	if err != nil {
@@ -138,8 +145,9 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 func insertParams(cfg Config, tenantID, key string, fp []byte, r ref) db.IdemKeyInsertParams {
 	return db.IdemKeyInsertParams{
 		TenantID: tenantID, Key: key, Fingerprint: fp,
-		AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID), EndpointID: nonEmpty(r.endpointID),
-		LockTtlMs: cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
+		AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID), CaptureID: nonEmpty(r.captureID),
+		EndpointID: nonEmpty(r.endpointID),
+		LockTtlMs:  cfg.LockTTL.Milliseconds(), KeyTtlMs: cfg.KeyTTL.Milliseconds(),
 	}
 }
 
@@ -163,7 +171,7 @@ func existing(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key stri
 	if !ok {
 		return Result{}, errRace
 	}
-	return Result{Outcome: Owned, Lock: lock, AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}, nil
+	return Result{Outcome: Owned, Lock: lock, AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID), CaptureID: deref(row.CaptureID)}, nil
 }
 
 // answer is what a stored key answers by itself: a replay, a key in use, or
@@ -173,7 +181,7 @@ func answer(row db.IdemKeyGetRow, fp []byte) (res Result, ok bool) {
 	if !bytes.Equal(row.Fingerprint, fp) {
 		return Result{Outcome: Mismatch}, true
 	}
-	res = Result{AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID)}
+	res = Result{AttemptID: deref(row.AttemptID), RefundID: deref(row.RefundID), CaptureID: deref(row.CaptureID)}
 	if row.ResponseCode != nil {
 		res.Outcome, res.ResponseCode, res.ResponseBody = Replay, int(*row.ResponseCode), row.ResponseBody
 		return res, true
@@ -211,6 +219,12 @@ func TakeOverForAttempt(ctx context.Context, pool *db.Pool, cfg Config, attemptI
 func TakeOverForRefund(ctx context.Context, pool *db.Pool, cfg Config, refundID string) (lock Lock, ok bool, err error) {
 	k, err := db.Q.IdemKeyGetByRefund(ctx, pool, &refundID)
 	return takeOverKey(ctx, pool, cfg, refundID, db.IdemKeyGetByAttemptRow(k), err)
+}
+
+// TakeOverForCapture is TakeOverForAttempt for the key of capture or void id.
+func TakeOverForCapture(ctx context.Context, pool *db.Pool, cfg Config, id string) (lock Lock, ok bool, err error) {
+	k, err := db.Q.IdemKeyGetByCapture(ctx, pool, &id)
+	return takeOverKey(ctx, pool, cfg, id, db.IdemKeyGetByAttemptRow(k), err)
 }
 
 // takeOverKey takes over k, the key of id as a lookup read it (or failed to

@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var allStatuses = []Status{Created, Pending, Succeeded, Failed, Unknown}
+var allStatuses = []Status{Created, Pending, Succeeded, Failed, Unknown, Authorized, Canceled}
 
-// TestCanTransitionEveryEdge checks all 25 ordered pairs: exactly the
-// eight edges of the state machine are allowed, everything else (self-loops, moves out
-// of a final status, backwards moves, skipping PENDING) is refused.
+// TestCanTransitionEveryEdge checks all 49 ordered pairs: exactly the
+// eight edges of an operation's machine are allowed, everything else
+// (self-loops, moves out of a final status, backwards moves, skipping
+// PENDING, AUTHORIZED and CANCELED, which operations do not have) is refused.
 func TestCanTransitionEveryEdge(t *testing.T) {
 	t.Parallel()
 	allowed := map[[2]Status]bool{
@@ -43,15 +44,47 @@ func TestCanTransitionEveryEdge(t *testing.T) {
 	require.False(t, CanTransition(Created, "BOGUS"))
 }
 
+// TestManualEdges: a manual payment's machine is an operation's and the
+// seven edges of a held authorization, exactly.
+func TestManualEdges(t *testing.T) {
+	t.Parallel()
+	extra := map[[2]Status]bool{
+		{Pending, Authorized}:   true,
+		{Unknown, Authorized}:   true,
+		{Authorized, Succeeded}: true, // captured
+		{Authorized, Canceled}:  true, // voided or expired
+		{Pending, Canceled}:     true, // read back voided or expired
+		{Unknown, Canceled}:     true,
+	}
+	n := 0
+	for _, from := range allStatuses {
+		for _, to := range allStatuses {
+			want := extra[[2]Status{from, to}] || Operation.CanTransition(from, to)
+			require.Equal(t, want, Manual.CanTransition(from, to), "%s→%s", from, to)
+			if want {
+				n++
+			}
+		}
+	}
+	require.Equal(t, 14, n)
+	require.True(t, Manual.LegalPath([]Status{Created, Pending, Authorized, Succeeded}))
+	require.True(t, Manual.LegalPath([]Status{Created, Pending, Unknown, Authorized, Canceled}))
+	require.False(t, Manual.LegalPath([]Status{Created, Pending, Authorized, Failed}), "an authorization is captured or canceled, never failed")
+	require.False(t, Manual.LegalPath([]Status{Created, Authorized}), "skips PENDING")
+	require.False(t, LegalPath([]Status{Created, Pending, Authorized}), "an automatic payment is never authorized only")
+}
+
 func TestFinalAndValid(t *testing.T) {
 	t.Parallel()
-	final := map[Status]bool{Succeeded: true, Failed: true}
+	final := map[Status]bool{Succeeded: true, Failed: true, Canceled: true}
 	for _, s := range allStatuses {
 		require.Equal(t, final[s], s.Final(), "%s.Final()", s)
+		require.Equal(t, final[s] || s == Authorized, s.Answered(), "%s.Answered()", s)
 		require.True(t, s.Valid(), "%s.Valid()", s)
 		if s.Final() {
 			for _, to := range allStatuses {
 				require.False(t, CanTransition(s, to), "a final status has no way out: %s→%s", s, to)
+				require.False(t, Manual.CanTransition(s, to), "a final status has no way out: %s→%s", s, to)
 			}
 		}
 	}

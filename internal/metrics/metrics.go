@@ -49,6 +49,9 @@ var (
 	RefundTransitions = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentsvc_refund_transitions_total", Help: "Refund transitions by resulting status and source.",
 	}, []string{"status", "source"}))
+	CaptureTransitions = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_capture_transitions_total", Help: "Capture and void transitions by kind (capture, void), resulting status and source.",
+	}, []string{"kind", "status", "source"}))
 )
 
 // Provider.
@@ -69,6 +72,9 @@ var (
 	ProviderRefundOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paymentsvc_provider_refund_outcomes_total", Help: "Refund call outcomes by provider: succeeded, declined (refused), unknown, not_sent.",
 	}, []string{"provider", "outcome"}))
+	ProviderHoldOutcomes = register(prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paymentsvc_provider_capture_outcomes_total", Help: "Capture and void call outcomes by provider and op (capture, void): succeeded, declined (refused), unknown, not_sent.",
+	}, []string{"provider", "op", "outcome"}))
 	BreakerState = register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "paymentsvc_provider_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
 	}, []string{"provider"}))

@@ -20,8 +20,8 @@ func TestDocumentedMetricsExist(t *testing.T) {
 	defined := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 100)
 	for _, c := range []prometheus.Collector{
-		HTTPRequests, HTTPDuration, IdempotencyOutcomes, AttemptTransitions, RefundTransitions,
-		ProviderCalls, ProviderCallDuration, ProviderRetries, ProviderChargeOutcomes, ProviderRefundOutcomes, BreakerState,
+		HTTPRequests, HTTPDuration, IdempotencyOutcomes, AttemptTransitions, RefundTransitions, CaptureTransitions,
+		ProviderCalls, ProviderCallDuration, ProviderRetries, ProviderChargeOutcomes, ProviderRefundOutcomes, ProviderHoldOutcomes, BreakerState,
 		WebhookOutcomes, OutboxPending, OutboxOldestAge, OutboxPublished, OutboxPublishErrors,
 		MerchantWebhookAttempts, MerchantWebhookAttemptDuration, MerchantWebhookDeliveries, MerchantWebhookPending, MerchantWebhookOldestAge,
 		NewBacklogCollector(nil, nil),

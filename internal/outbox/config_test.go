@@ -52,13 +52,14 @@ func TestEventSubjects(t *testing.T) {
 	want := map[string]string{
 		"PaymentSucceeded": "payments.succeeded", "PaymentFailed": "payments.failed",
 		"PaymentRefunded": "payments.refunded", "PaymentRefundFailed": "payments.refund_failed",
+		"PaymentAuthorized": "payments.authorized", "PaymentCanceled": "payments.canceled",
 	}
 	for typ, subject := range want {
 		if got := Subject(typ); got != subject {
 			t.Errorf("Subject(%q) = %q, want %q", typ, got, subject)
 		}
 	}
-	if got := (Config{SubjectPrefix: "t1."}).withDefaults().subjects(); len(got) != 4 || got[0] != "t1.payments.succeeded" {
+	if got := (Config{SubjectPrefix: "t1."}).withDefaults().subjects(); len(got) != 6 || got[0] != "t1.payments.succeeded" {
 		t.Errorf("subjects = %q", got)
 	}
 	if Subject("Bogus") != "" {

@@ -17,15 +17,22 @@ const (
 	TypePaymentFailed       = "PaymentFailed"       // a payment became FAILED
 	TypePaymentRefunded     = "PaymentRefunded"     // a refund became SUCCEEDED
 	TypePaymentRefundFailed = "PaymentRefundFailed" // a refund became FAILED
+	TypePaymentAuthorized   = "PaymentAuthorized"   // a payment became AUTHORIZED
+	TypePaymentCanceled     = "PaymentCanceled"     // a payment became CANCELED
 )
 
 var (
-	eventTypes    = []string{TypePaymentSucceeded, TypePaymentFailed, TypePaymentRefunded, TypePaymentRefundFailed}
+	eventTypes = []string{
+		TypePaymentSucceeded, TypePaymentFailed, TypePaymentRefunded, TypePaymentRefundFailed,
+		TypePaymentAuthorized, TypePaymentCanceled,
+	}
 	eventSubjects = map[string]string{
 		TypePaymentSucceeded:    "payments.succeeded",
 		TypePaymentFailed:       "payments.failed",
 		TypePaymentRefunded:     "payments.refunded",
 		TypePaymentRefundFailed: "payments.refund_failed",
+		TypePaymentAuthorized:   "payments.authorized",
+		TypePaymentCanceled:     "payments.canceled",
 	}
 )
 

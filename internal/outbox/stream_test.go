@@ -86,7 +86,7 @@ func TestEnsureStreamWidensAStreamOfPaymentSucceededOnly(t *testing.T) {
 
 	require.NoError(t, outbox.EnsureStream(ctx, js))
 	got := streamConfig(ctx, t, js, "PAYMENTS")
-	require.Equal(t, []string{"payments.succeeded", "payments.failed", "payments.refunded", "payments.refund_failed"}, got.Subjects)
+	require.Equal(t, []string{"payments.succeeded", "payments.failed", "payments.refunded", "payments.refund_failed", "payments.authorized", "payments.canceled"}, got.Subjects)
 	require.Equal(t, outbox.MinDuplicateWindow, got.Duplicates)
 	require.NoError(t, outbox.EnsureStream(ctx, js), "EnsureStream again: nothing left to change")
 	require.Equal(t, got.Subjects, streamConfig(ctx, t, js, "PAYMENTS").Subjects)

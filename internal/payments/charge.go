@@ -42,14 +42,20 @@ func (charges) touch(ctx context.Context, q db.DBTX, id string) error {
 }
 
 func (charges) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
-	a, ok, err := attempts.Transition(ctx, tx, attempts.Change{
-		ID: c.id, To: c.to, Provider: c.provider, ChargeID: c.providerID, FailureCode: c.failureCode,
-		Source: c.source, Reason: c.reason,
-	})
+	a, ok, err := attempts.Transition(ctx, tx, paymentChange(c))
 	if err != nil {
 		return subject{}, false, err
 	}
 	return paymentSubject(a), ok, nil
+}
+
+// paymentChange is c as a change of a payment's attempt.
+func paymentChange(c change) attempts.Change {
+	return attempts.Change{
+		ID: c.id, To: c.to, Provider: c.provider, ChargeID: c.providerID, FailureCode: c.failureCode,
+		AmountCaptured: c.captured, CaptureBefore: c.captureBefore, CanceledReason: c.canceledReason,
+		Unexpected: c.unexpected, Source: c.source, Reason: c.reason,
+	}
 }
 
 func (charges) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
@@ -89,20 +95,59 @@ func (charges) call(ctx context.Context, sub subject, p Provider) provider.Resul
 	a := sub.rec.(attempts.Attempt)
 	return p.CreateCharge(ctx, provider.ChargeRequest{
 		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod,
-		Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
+		Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID), Manual: a.Manual(),
 	})
 }
 
-func (k charges) lookup(ctx context.Context, sub subject) (found, error) {
+func (charges) answered(_ context.Context, sub subject, _ Provider, r provider.Result) change {
+	if r.Outcome == provider.Declined {
+		c := change{to: lifecycle.Failed, failureCode: r.DeclineCode}
+		if r.Charge != nil {
+			c.providerID = r.Charge.ID
+		}
+		return c
+	}
+	return chargeChange(*r.Charge, sub.rec.(attempts.Attempt).Manual())
+}
+
+func (k charges) lookup(ctx context.Context, sub subject) (change, error) {
 	p, err := k.s.Provider(k.s.pinned(sub))
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
 	ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(sub.id))
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
-	return found{providerID: ch.ID, succeeded: ch.Status == provider.ChargeSucceeded, failureCode: ch.FailureCode}, nil
+	return chargeChange(ch, sub.rec.(attempts.Attempt).Manual()), nil
+}
+
+// chargeChange is what the provider's charge ch, as it is now, makes of its
+// payment (manual: only authorized at first): succeeded → SUCCEEDED with
+// what it captured, failed → FAILED, authorized → AUTHORIZED until its
+// capture_before, voided or expired → CANCELED. A manual payment captured
+// or voided at the provider is so without a capture or void of ours
+// (unexpected) when nothing of ours holds it: the caller, who knows, clears
+// it otherwise.
+func chargeChange(ch provider.Charge, manual bool) change {
+	c := change{providerID: ch.ID}
+	switch ch.Status {
+	case provider.ChargeSucceeded:
+		c.to, c.captured, c.unexpected = lifecycle.Succeeded, ch.CapturedAmount(), manual
+	case provider.ChargeAuthorized:
+		c.to = lifecycle.Authorized
+		if ch.CaptureBefore > 0 {
+			t := time.Unix(ch.CaptureBefore, 0).UTC()
+			c.captureBefore = &t
+		}
+	case provider.ChargeVoided:
+		c.to, c.canceledReason, c.unexpected = lifecycle.Canceled, lifecycle.CanceledAtProvider, manual
+	case provider.ChargeExpired:
+		c.to, c.canceledReason = lifecycle.Canceled, lifecycle.CanceledExpired
+	default:
+		c.to, c.failureCode = lifecycle.Failed, ch.FailureCode
+	}
+	return c
 }
 
 func (charges) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {

@@ -19,4 +19,14 @@
 // Sync resolves an unresolved attempt by asking the provider what it has
 // under the derived key, holding the key's lock the way a retrying request
 // would; the reconciler and GET ?sync=true use it.
+//
+// A manual payment (capture_method manual) is only authorized: AUTHORIZED
+// answers its create for good (201, stored on the key), and it is then
+// captured or voided by an operation on it (Capture, Void). Refunds,
+// captures and voids are operations on a payment that run the same flow
+// (operation.go), each kind supplying its table, its provider call and what
+// the provider's answer means. CheckHeld learns what the provider shows of
+// an AUTHORIZED payment (a capture, void or expiry made there), fenced by
+// the payment's row lock and its live capture or void rather than by its
+// key (see docs/architecture.md).
 package payments

@@ -46,8 +46,8 @@ func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, 
 		reply, _, err := keyAnswer(res, res.AttemptID)
 		return reply, true, err
 	}
-	if !peek.Missing() || failpoint.Armed(failpoint.AfterKeyAcquired) {
-		return Reply{}, false, nil
+	if !peek.Missing() || failpoint.Armed(failpoint.AfterKeyAcquired) || in.Origin.source() != lifecycle.SourceAPI {
+		return Reply{}, false, nil // its audit rows name the api
 	}
 	route := routing.Route(rules.Rules, in.Currency, s.ProviderNames())
 	first, err := s.Provider(route[0])
@@ -88,25 +88,28 @@ func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, 
 	unsent := created.Attempt
 	unsent.Status, unsent.Provider = attempts.Created, nil
 	fresh := paymentSubject(unsent)
-	reply, err = s.drive(ctx, k, key.Lock, fresh, &pending)
+	reply, err = s.drive(ctx, k, key.Lock, fresh, &pending, in.Origin)
 	return reply, true, err
 }
 
 // finishFast is step 3; done is false when it moved nothing (and wrote
 // nothing), for finish to decide.
 func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending subject, c change) (reply Reply, done bool, err error) {
-	if failpoint.Armed(failpoint.BeforeCompleteCommit) {
+	if failpoint.Armed(failpoint.BeforeCompleteCommit) || c.to == lifecycle.Canceled || c.unexpected {
+		// A create answered CANCELED, or captured without a capture of
+		// ours, is rare and records more than this one round trip writes.
 		return Reply{}, false, nil
 	}
 	a := pending.rec.(attempts.Attempt)
-	ac := attempts.Change{ID: a.ID, To: c.to, ChargeID: c.providerID, FailureCode: c.failureCode, Source: c.source, Reason: c.reason}
+	ac := paymentChange(c)
+	ac.ID = a.ID
 	var p db.Pipeline
 	moved, err := attempts.QueueFinish(ctx, &p, a, ac, lock.TenantID, lock.Key, lock.Token)
 	if err != nil {
 		return Reply{}, true, err
 	}
 	var key *idempotency.Completed
-	if c.to.Final() {
+	if c.to.Answered() {
 		body, err := attempts.StampedPayment(a, ac, false)
 		if err != nil {
 			return Reply{}, true, err
@@ -134,7 +137,7 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 	}
 	k.counted(c.to, c.source)
 	reply, err = replyFor(moved.Attempt)
-	if c.to.Final() {
+	if c.to.Answered() {
 		reply.Body = key.Body // what a replay answers, byte for byte
 	}
 	return reply, true, err

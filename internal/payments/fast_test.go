@@ -31,17 +31,21 @@ func TestFastPathCommitsWhatTheGeneralPathCommits(t *testing.T) {
 		reason  string
 		event   string
 		failure string
+		capture string
 	}{
-		{"succeeded", "pm_card_visa", providersim.Faults{}, http.StatusCreated, attempts.Succeeded, "provider sim succeeded", attempts.EventPaymentSucceeded, ""},
-		{"declined", "pm_card_declined", providersim.Faults{}, http.StatusPaymentRequired, attempts.Failed, "provider sim declined", attempts.EventPaymentFailed, "card_declined"},
-		{"unknown", "pm_card_visa", providersim.Faults{DropAfterCommit: true}, http.StatusAccepted, attempts.Unknown, "", "", ""},
+		{"succeeded", "pm_card_visa", providersim.Faults{}, http.StatusCreated, attempts.Succeeded, "provider sim succeeded", attempts.EventPaymentSucceeded, "", ""},
+		{"declined", "pm_card_declined", providersim.Faults{}, http.StatusPaymentRequired, attempts.Failed, "provider sim declined", attempts.EventPaymentFailed, "card_declined", ""},
+		{"unknown", "pm_card_visa", providersim.Faults{DropAfterCommit: true}, http.StatusAccepted, attempts.Unknown, "", "", "", ""},
+		// A manual payment's AUTHORIZED answers the create for good: stored, with its event.
+		{"authorized", "pm_card_visa", providersim.Faults{}, http.StatusCreated, attempts.Authorized, "provider sim authorized", attempts.EventPaymentAuthorized, "", attempts.CaptureManual},
+		{"manual declined", "pm_card_declined", providersim.Faults{}, http.StatusPaymentRequired, attempts.Failed, "provider sim declined", attempts.EventPaymentFailed, "card_declined", attempts.CaptureManual},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			b.sim.SetFaults(t, tc.faults)
 			in := b.input("key-fast-"+tc.name, "order-fast-"+tc.name)
-			in.PaymentMethod = tc.method
+			in.PaymentMethod, in.CaptureMethod = tc.method, tc.capture
 
 			r, err := b.svc.Create(b.ctx, in)
 			require.NoError(t, err)

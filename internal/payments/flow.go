@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/idempotency"
@@ -18,18 +19,23 @@ import (
 	"github.com/acme/paymentsvc/internal/provider"
 )
 
-// The create path of a payment's charge and of a refund is one flow: hold
-// the key, commit PENDING, call the provider with the derived key, and
-// finish in one transaction that holds the key again. A kind supplies what
-// differs: which table, which provider call, which reply.
+// The create path of a payment's charge and of every operation on a
+// payment (a refund, a capture, a void) is one flow: hold the key, commit
+// PENDING, call the provider with the derived key, and finish in one
+// transaction that holds the key again. A kind supplies what differs:
+// which table, which provider call, what its answer means, which reply.
 
-// subject is a payment's attempt or a refund as the flow sees it.
+// subject is a payment's attempt, or an operation on a payment, as the
+// flow sees it.
 type subject struct {
 	id         string
 	status     lifecycle.Status
 	provider   string // the provider it is at, "" while none is chosen
 	providerID string // the provider's charge or refund id, "" if none is recorded
-	rec        any    // the kind's record: attempts.Attempt or refunds.Refund
+	// paymentID and chargeID, for an operation: its payment, and the
+	// payment's charge at the provider.
+	paymentID, chargeID string
+	rec                 any // the kind's record: attempts.Attempt, refunds.Refund or captures.Capture
 }
 
 // change asks for a transition of a subject.
@@ -39,20 +45,47 @@ type change struct {
 	provider    string // for PENDING: the provider about to be called
 	providerID  string // the provider's charge or refund id, when known
 	failureCode string // for FAILED
-	source      lifecycle.Source
-	reason      string
+	// What the provider said beyond the status, for the kinds it concerns:
+	// a payment's (or capture's) amount captured for SUCCEEDED, a payment's
+	// capture_before for AUTHORIZED and canceled_reason for CANCELED;
+	// unexpected marks a capture or void the provider made without one of
+	// ours (an anomaly); seen is what a refused capture or void showed of
+	// the payment's charge.
+	captured       int64
+	captureBefore  *time.Time
+	canceledReason string
+	unexpected     bool
+	seen           *attempts.Change
+	source         lifecycle.Source
+	reason         string
 }
 
-// found is what the provider holds under a subject's derived key.
-type found struct {
-	providerID  string
-	succeeded   bool
-	failureCode string // when not succeeded
+// Origin is who asks for a change: the source its audit rows record (api
+// when empty: the tenant API; an operator's console passes its own) and,
+// when set, who it is (an operator's email), which their reasons name.
+type Origin struct {
+	Source lifecycle.Source
+	Actor  string
 }
 
-// kind is what differs between driving a payment's charge and a refund.
+func (o Origin) source() lifecycle.Source {
+	if o.Source == "" {
+		return lifecycle.SourceAPI
+	}
+	return o.Source
+}
+
+// says is an audit reason given on o's behalf.
+func (o Origin) says(reason string) string {
+	if o.Actor == "" {
+		return reason
+	}
+	return reason + " (by " + o.Actor + ")"
+}
+
+// kind is what differs between driving a payment's charge and an operation.
 type kind interface {
-	// name is "payment" or "refund", for logs.
+	// name is "payment", "refund", "capture" or "void", for logs.
 	name() string
 	// load reads the subject.
 	load(ctx context.Context, q db.DBTX, id string) (subject, error)
@@ -69,11 +102,17 @@ type kind interface {
 	// payment that never reached a provider (CREATED) may go along its
 	// route; anything else is pinned to the provider it is at.
 	candidates(s subject) []string
-	// call asks provider p to charge or refund (with the derived key).
+	// call asks provider p to charge, refund, capture or void (with the
+	// derived key).
 	call(ctx context.Context, s subject, p Provider) provider.Result
-	// lookup asks the provider what it holds under the derived key;
-	// provider.ErrNotFound if nothing.
-	lookup(ctx context.Context, s subject) (found, error)
+	// answered is the change a Succeeded or Declined call r calls for (its
+	// status and what else the provider said); it may ask p more (a refused
+	// capture reads the charge back).
+	answered(ctx context.Context, s subject, p Provider, r provider.Result) change
+	// lookup asks the provider what it holds under the derived key and
+	// returns the change that calls for (its status and what else it
+	// said); provider.ErrNotFound if nothing.
+	lookup(ctx context.Context, s subject) (change, error)
 	// quietFor reports whether the subject has not changed for d.
 	quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error)
 	// takeOver takes the subject's key over like a retrying request.
@@ -126,12 +165,12 @@ func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, 
 // at its first candidate, with the lock renewed (the create path's fast
 // acquisition): that call is not marked again, and it finishes in one round
 // trip if it can.
-func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject, pre *subject) (Reply, error) {
+func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject, pre *subject, o Origin) (Reply, error) {
 	// From here on, work that may have charged (or refunded) must finish
 	// even if the client hangs up.
 	ctx = context.WithoutCancel(ctx)
-	if sub.status.Final() {
-		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: lifecycle.SourceAPI})
+	if sub.status.Answered() {
+		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: o.source()})
 	}
 	// One retry budget for every call of the request, from the first one
 	// (waits for the database before it do not count).
@@ -152,7 +191,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		committedPending := true
 		var err error
 		if !fast {
-			committedPending, err = s.markCalling(ctx, k, lock, sub, name)
+			committedPending, err = s.markCalling(ctx, k, lock, sub, name, o)
 		}
 		if err != nil {
 			if errors.Is(err, errLostLock) {
@@ -168,15 +207,14 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			defer cancel()
 		}
 		r := k.call(callCtx, sub, p)
-		c := change{id: sub.id, source: lifecycle.SourceAPI}
+		var c change
 		switch r.Outcome {
-		case provider.Succeeded:
-			failpoint.Hit(k.failpoints().afterCall)
-			c.to, c.reason = lifecycle.Succeeded, "provider "+name+" succeeded"
-			c.providerID = providerIDOf(r)
-		case provider.Declined:
-			c.to, c.failureCode, c.reason = lifecycle.Failed, r.DeclineCode, "provider "+name+" declined"
-			c.providerID = providerIDOf(r)
+		case provider.Succeeded, provider.Declined:
+			if r.Outcome == provider.Succeeded {
+				failpoint.Hit(k.failpoints().afterCall)
+			}
+			c = k.answered(callCtx, sub, p, r)
+			c.reason = "provider " + name + " " + answerVerb(r.Outcome, c.to)
 		case provider.NotSent:
 			if !committedPending {
 				// Pinned here by an earlier request whose call may have
@@ -184,7 +222,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 				return s.unavailable(ctx, lock)
 			}
 			s.log.Warn("provider call not sent; trying the next provider", k.name()+"_id", sub.id, "provider", name, "err", r.Err)
-			back, err := s.returnNotSent(ctx, k, lock, sub.id, name)
+			back, err := s.returnNotSent(ctx, k, lock, sub.id, o)
 			if err != nil {
 				if errors.Is(err, errLostLock) {
 					return s.current(ctx, k, sub.id) // sub.id: back is empty on an error
@@ -194,7 +232,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			if back.status != lifecycle.Created {
 				// Moved on meanwhile (a webhook made it final): it stays
 				// as it is, and the key ends as finish ends it for it.
-				return s.finish(ctx, k, lock, change{id: back.id, to: back.status, source: lifecycle.SourceAPI})
+				return s.finish(ctx, k, lock, change{id: back.id, to: back.status, source: o.source()})
 			}
 			sub = back
 			continue
@@ -202,6 +240,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
 		}
+		c.id, c.source, c.reason = sub.id, o.source(), o.says(c.reason)
 		if fast { // only payments take the fast path (createFast)
 			if reply, done, err := k.(charges).finishFast(ctx, lock, pending, c); done {
 				return reply, err
@@ -237,14 +276,15 @@ func (s *Service) configured(k kind, sub subject) []Provider {
 	return out
 }
 
-func providerIDOf(r provider.Result) string {
+// answerVerb is what the audit reason says the provider did.
+func answerVerb(o provider.Outcome, to lifecycle.Status) string {
 	switch {
-	case r.Charge != nil:
-		return r.Charge.ID
-	case r.Refund != nil:
-		return r.Refund.ID
+	case to == lifecycle.Authorized:
+		return "authorized"
+	case o == provider.Succeeded:
+		return "succeeded"
 	}
-	return ""
+	return "declined"
 }
 
 func unknownReason(err error) string {
@@ -262,7 +302,7 @@ func unknownReason(err error) string {
 // the database (a pool connection, a row lock), the lock outlives the
 // provider call that starts now. committedPending reports whether this call
 // moved the subject from CREATED to PENDING.
-func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject, providerName string) (committedPending bool, err error) {
+func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject, providerName string, o Origin) (committedPending bool, err error) {
 	err = s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		if sub.status != lifecycle.Created {
 			if err := k.touch(ctx, tx, sub.id); err != nil {
@@ -271,7 +311,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 		} else {
 			now, ok, err := k.move(ctx, tx, change{
 				id: sub.id, to: lifecycle.Pending, provider: providerName,
-				source: lifecycle.SourceAPI, reason: "calling provider " + providerName,
+				source: o.source(), reason: o.says("calling provider " + providerName),
 			})
 			if err != nil {
 				return err
@@ -292,7 +332,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 		return false, err
 	}
 	if committedPending {
-		k.counted(lifecycle.Pending, lifecycle.SourceAPI)
+		k.counted(lifecycle.Pending, o.source())
 	}
 	return committedPending, nil
 }
@@ -302,7 +342,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 // that it may go to another provider, or stay CREATED if none is left. The
 // key stays held. A subject that is no longer PENDING (a webhook moved it
 // during the call) is left as it is and returned as it is.
-func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lock, id, providerName string) (subject, error) {
+func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lock, id string, o Origin) (subject, error) {
 	var (
 		sub   subject
 		moved bool
@@ -310,7 +350,7 @@ func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lo
 	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		var err error
 		sub, moved, err = k.move(ctx, tx, change{
-			id: id, to: lifecycle.Created, source: lifecycle.SourceAPI,
+			id: id, to: lifecycle.Created, source: o.source(),
 			reason: lifecycle.ReasonNotSent,
 		})
 		return err
@@ -319,7 +359,7 @@ func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lo
 		return subject{}, err
 	}
 	if moved {
-		k.counted(lifecycle.Created, lifecycle.SourceAPI)
+		k.counted(lifecycle.Created, o.source())
 	}
 	return sub, nil
 }
@@ -398,14 +438,15 @@ func (s *Service) finish(ctx context.Context, k kind, lock idempotency.Lock, c c
 }
 
 // finishKey ends a key's ownership in tx according to the subject's status:
-// a final status stores the response; otherwise the key is released so that
-// it can be resumed. The caller holds the key row (idempotency.Hold).
+// a status that answers the request for good (a final one, or AUTHORIZED)
+// stores the response; otherwise the key is released so that it can be
+// resumed. The caller holds the key row (idempotency.Hold).
 func finishKey(ctx context.Context, tx db.DBTX, k kind, lock idempotency.Lock, sub subject) (Reply, error) {
 	reply, err := k.reply(sub)
 	if err != nil {
 		return Reply{}, err
 	}
-	if sub.status.Final() {
+	if sub.status.Answered() {
 		_, err = idempotency.Complete(ctx, tx, lock, reply.Code, reply.Body)
 	} else {
 		_, err = idempotency.Release(ctx, tx, lock)

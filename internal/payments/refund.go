@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,13 +20,10 @@ import (
 
 // RefundInput is a validated POST /v1/payments/{id}/refunds.
 type RefundInput struct {
-	TenantID       string
-	PaymentID      string
-	IdempotencyKey string
-	Fingerprint    []byte
-	Amount         *int64 // nil: the payment's whole refundable rest
-	Reason         *string
-	Metadata       map[string]string
+	OperationRequest
+	Amount   *int64 // nil: the payment's whole refundable rest
+	Reason   *string
+	Metadata map[string]string
 }
 
 // Refund runs one POST /v1/payments/{id}/refunds: the same key protocol and
@@ -45,6 +41,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 			created, paid, err = refunds.Create(ctx, tx, refunds.New{
 				ID: refundID, TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey,
 				Amount: in.Amount, Reason: in.Reason, Metadata: in.Metadata,
+				Source: in.source(), Audit: in.says("created"),
 			})
 			return err
 		})
@@ -59,70 +56,34 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	case err != nil:
 		return Reply{}, err
 	}
-	if reply, done, err := keyAnswer(res, in.PaymentID); done {
-		return reply, err
-	}
-	k := refundsKind{s}
-	var sub subject
-	if res.Created {
-		k.counted(lifecycle.Created, lifecycle.SourceAPI)
-		failpoint.Hit(failpoint.RefundAfterKeyAcquired)
-		sub = refundSubject(created, paid)
-	} else {
-		// A takeover: resume from the refund's committed status.
-		sub, err = k.load(context.WithoutCancel(ctx), s.pool, res.RefundID)
-	}
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.drive(ctx, k, res.Lock, sub, nil)
+	return s.operate(ctx, newRefundsKind(s), res, res.RefundID, in.PaymentID,
+		func() subject { return refundSubject(created, paid) }, in.Origin)
 }
 
 // refundsKind is the flow's kind for a refund.
-type refundsKind struct{ s *Service }
+type refundsKind struct {
+	onPayment[refunds.Refund]
+	s *Service
+}
 
 var _ kind = refundsKind{}
 
-// refundRecord is a refund with its payment's charge, which the provider
-// is asked to refund.
-type refundRecord struct {
-	refunds.Refund
-	chargeID string
+func newRefundsKind(s *Service) refundsKind {
+	return refundsKind{s: s, onPayment: onPayment[refunds.Refund]{
+		get: refunds.Get, touchRow: refunds.Touch, quiet: refunds.QuietFor,
+		paymentOf: func(r refunds.Refund) string { return r.PaymentID }, subjectOf: refundSubject,
+	}}
 }
 
 func (refundsKind) name() string { return "refund" }
 
-func (refundsKind) subjectOf(ctx context.Context, q db.DBTX, r refunds.Refund) (subject, error) {
-	p, err := attempts.Get(ctx, q, r.PaymentID)
-	if err != nil {
-		return subject{}, err
-	}
-	return refundSubject(r, p), nil
-}
-
 // refundSubject is refund r of payment p as the flow sees it.
 func refundSubject(r refunds.Refund, p attempts.Attempt) subject {
-	rec := refundRecord{Refund: r}
-	if p.ProviderChargeID != nil {
-		rec.chargeID = *p.ProviderChargeID
-	}
-	sub := subject{id: r.ID, status: r.Status, provider: r.Provider, rec: rec}
+	var providerID string
 	if r.ProviderRefundID != nil {
-		sub.providerID = *r.ProviderRefundID
+		providerID = *r.ProviderRefundID
 	}
-	return sub
-}
-
-func (k refundsKind) load(ctx context.Context, q db.DBTX, id string) (subject, error) {
-	r, err := refunds.Get(ctx, q, id)
-	if err != nil {
-		return subject{}, err
-	}
-	return k.subjectOf(ctx, q, r)
-}
-
-func (refundsKind) touch(ctx context.Context, q db.DBTX, id string) error {
-	return refunds.Touch(ctx, q, id)
+	return operationOf(r.ID, r.Status, r.Provider, providerID, p, r)
 }
 
 func (k refundsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, bool, error) {
@@ -132,22 +93,12 @@ func (k refundsKind) move(ctx context.Context, tx db.DBTX, c change) (subject, b
 	if err != nil {
 		return subject{}, false, err
 	}
-	sub, err := k.subjectOf(ctx, tx, r)
+	sub, err := k.with(ctx, tx, r)
 	return sub, ok, err
 }
 
-func (refundsKind) conflict(ctx context.Context, tx db.DBTX, sub subject, c change) error {
-	detail, dedupe := conflictDetail(sub, c)
-	detail["refund_id"] = sub.id
-	rec := sub.rec.(refundRecord)
-	return attempts.RecordAnomaly(ctx, tx, attempts.Anomaly{
-		Kind: "conflicting_report", AttemptID: rec.PaymentID, ChargeID: rec.chargeID, Source: c.source,
-		Detail: detail, DedupeKey: dedupe,
-	})
-}
-
 func (refundsKind) reply(sub subject) (Reply, error) {
-	return refundReply(sub.rec.(refundRecord).Refund)
+	return refundReply(sub.rec.(refunds.Refund))
 }
 
 func refundReply(r refunds.Refund) (Reply, error) {
@@ -158,30 +109,33 @@ func refundReply(r refunds.Refund) (Reply, error) {
 	return Reply{Code: StatusCode(r.Status), Body: body, PaymentID: r.PaymentID, RefundID: r.ID}, nil
 }
 
-// candidates: a refund goes to its payment's provider alone.
-func (refundsKind) candidates(sub subject) []string { return []string{sub.provider} }
-
 func (refundsKind) call(ctx context.Context, sub subject, p Provider) provider.Result {
-	rec := sub.rec.(refundRecord)
+	r := sub.rec.(refunds.Refund)
 	return p.CreateRefund(ctx, provider.RefundRequest{
-		ChargeID: rec.chargeID, Amount: rec.Amount, Reference: rec.ID, IdempotencyKey: refunds.ProviderKey(rec.ID),
+		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, IdempotencyKey: refunds.ProviderKey(r.ID),
 	})
 }
 
-func (k refundsKind) lookup(ctx context.Context, sub subject) (found, error) {
+func (refundsKind) answered(_ context.Context, _ subject, _ Provider, r provider.Result) change {
+	if r.Outcome == provider.Declined {
+		return change{to: lifecycle.Failed, failureCode: r.DeclineCode}
+	}
+	return change{to: lifecycle.Succeeded, providerID: r.Refund.ID}
+}
+
+func (k refundsKind) lookup(ctx context.Context, sub subject) (change, error) {
 	p, err := k.s.Provider(sub.provider)
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
 	re, err := p.RefundByKey(ctx, refunds.ProviderKey(sub.id))
 	if err != nil {
-		return found{}, err
+		return change{}, err
 	}
-	return found{providerID: re.ID, succeeded: re.Status == provider.RefundSucceeded, failureCode: "provider_refund_failed"}, nil
-}
-
-func (refundsKind) quietFor(ctx context.Context, q db.DBTX, id string, d time.Duration) (bool, error) {
-	return refunds.QuietFor(ctx, q, id, d)
+	if re.Status != provider.RefundSucceeded {
+		return change{to: lifecycle.Failed, providerID: re.ID, failureCode: "provider_refund_failed"}, nil
+	}
+	return change{to: lifecycle.Succeeded, providerID: re.ID}, nil
 }
 
 func (k refundsKind) takeOver(ctx context.Context, id string) (idempotency.Lock, bool, error) {

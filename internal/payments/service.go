@@ -164,6 +164,7 @@ func (s *Service) Provider(name string) (Provider, error) {
 
 // CreateInput is a validated POST /v1/payments.
 type CreateInput struct {
+	Origin         // who asks: the tenant API unless set
 	TenantID       string
 	IdempotencyKey string
 	Fingerprint    []byte
@@ -173,6 +174,9 @@ type CreateInput struct {
 	PaymentMethod  string
 	Description    *string
 	Metadata       map[string]string
+	// CaptureMethod is attempts.CaptureAutomatic (also when empty) or
+	// attempts.CaptureManual (only authorize; capture later).
+	CaptureMethod string
 }
 
 // attempt is the attempt in describes, with its id and route.
@@ -180,7 +184,7 @@ func (in CreateInput) attempt(id string, route []string) attempts.New {
 	return attempts.New{
 		ID: id, TenantID: in.TenantID, OrderID: in.OrderID, IdempotencyKey: in.IdempotencyKey,
 		Amount: in.Amount, Currency: in.Currency, PaymentMethod: in.PaymentMethod,
-		Description: in.Description, Metadata: in.Metadata, Route: route,
+		Description: in.Description, Metadata: in.Metadata, Route: route, CaptureMethod: in.CaptureMethod,
 	}
 }
 
@@ -192,14 +196,18 @@ type Reply struct {
 	Replayed  bool
 	PaymentID string
 	RefundID  string // for a refund's answer, when known
+	// OperationID is a capture's or void's id, for its answer.
+	OperationID string
 }
 
-// StatusCode is the HTTP status that answers a payment in status s.
+// StatusCode is the HTTP status that answers a payment (or an operation on
+// one) in status s: 201 once it succeeded or is authorized, 402 once it
+// failed or was canceled (no money moved), else 202 (not final yet).
 func StatusCode(s attempts.Status) int {
 	switch s {
-	case attempts.Succeeded:
+	case attempts.Succeeded, attempts.Authorized:
 		return http.StatusCreated
-	case attempts.Failed:
+	case attempts.Failed, attempts.Canceled:
 		return http.StatusPaymentRequired
 	}
 	return http.StatusAccepted
@@ -253,7 +261,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 				return Reply{}, err
 			}
 		}
-		return s.drive(ctx, k, res.Lock, paymentSubject(created), nil)
+		return s.drive(ctx, k, res.Lock, paymentSubject(created), nil, in.Origin)
 	}
 	return Reply{}, errors.New("order guard kept changing under concurrent use")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -42,14 +43,18 @@ func (o SyncOutcome) String() string {
 	return "invalid"
 }
 
-// SyncOptions say how Sync treats what never reached the provider.
+// SyncOptions say who syncs (the audit rows' source, api when empty, and
+// who, as Origin) and how Sync treats what never reached the provider.
 type SyncOptions struct {
 	Source attempts.Source
-	// AbandonCreated fails a CREATED attempt (or refund) as "abandoned"
+	Actor  string
+	// AbandonCreated fails a CREATED attempt (or operation) as "abandoned"
 	// without asking the provider (the reconciler, for those older than its
 	// min age).
 	AbandonCreated bool
 }
+
+func (o SyncOptions) origin() Origin { return Origin{Source: o.Source, Actor: o.Actor} }
 
 // NoRecordAfter is how long an attempt must have been quiet before "not
 // found at the provider" proves that no call of ours can still land.
@@ -70,9 +75,9 @@ func (s *Service) Sync(ctx context.Context, id string, opt SyncOptions) (attempt
 
 // SyncRefund is Sync for refund id.
 func (s *Service) SyncRefund(ctx context.Context, id string, opt SyncOptions) (refunds.Refund, SyncOutcome, error) {
-	sub, outcome, err := s.sync(ctx, refundsKind{s}, id, opt)
-	rec, _ := sub.rec.(refundRecord)
-	return rec.Refund, outcome, err
+	sub, outcome, err := s.sync(ctx, newRefundsKind(s), id, opt)
+	r, _ := sub.rec.(refunds.Refund)
+	return r, outcome, err
 }
 
 func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) (subject, SyncOutcome, error) {
@@ -86,7 +91,7 @@ func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) 
 		if err != nil {
 			return subject{}, 0, err
 		}
-		if sub.status.Final() {
+		if sub.status.Answered() {
 			return sub, Resolved, nil
 		}
 		return sub, Busy, nil
@@ -108,7 +113,7 @@ func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) 
 	if sub, err = k.load(ctx, s.pool, id); err != nil {
 		return subject{}, 0, err
 	}
-	if sub.status.Final() {
+	if sub.status.Answered() {
 		return sub, Resolved, nil
 	}
 	return sub, StillUnknown, nil
@@ -117,19 +122,20 @@ func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) 
 // learn decides the change that the provider's answer calls for; nil means
 // leave the subject as it is.
 func (s *Service) learn(ctx context.Context, k kind, sub subject, opt SyncOptions) (*change, SyncOutcome, error) {
-	c := change{id: sub.id, source: opt.Source}
+	o := opt.origin()
+	c := change{id: sub.id, source: o.source()}
 	switch {
-	case sub.status.Final():
+	case sub.status.Answered():
 		c.to = sub.status // stores the final response, changes nothing
 		return &c, Resolved, nil
 	case sub.status == lifecycle.Created:
 		if !opt.AbandonCreated {
 			return nil, StillUnknown, nil
 		}
-		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureAbandoned, "never reached the provider"
+		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureAbandoned, o.says("never reached the provider")
 		return &c, Resolved, nil
 	}
-	f, err := k.lookup(ctx, sub)
+	told, err := k.lookup(ctx, sub)
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
 		quiet, qerr := k.quietFor(ctx, s.pool, sub.id, s.cfg.NoRecordAfter())
@@ -139,22 +145,20 @@ func (s *Service) learn(ctx context.Context, k kind, sub subject, opt SyncOption
 		if !quiet {
 			return nil, StillUnknown, nil // a call of ours may still land
 		}
-		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureProviderNoRecord, "provider has no record for the key"
+		c.to, c.failureCode, c.reason = lifecycle.Failed, lifecycle.FailureProviderNoRecord, o.says("provider has no record for the key")
 		return &c, Resolved, nil
 	case err != nil:
 		return nil, Unreachable, fmt.Errorf("ask provider about %s: %w", sub.id, err)
 	}
-	c.providerID = f.providerID
-	if f.succeeded {
-		c.to, c.reason = lifecycle.Succeeded, "provider reports it succeeded"
-	} else {
-		code := f.failureCode
-		if code == "" {
-			code = "provider_failed"
-		}
-		c.to, c.failureCode, c.reason = lifecycle.Failed, code, "provider reports it failed"
+	told.id, told.source = sub.id, c.source
+	if told.to == lifecycle.Failed && told.failureCode == "" {
+		told.failureCode = "provider_failed"
 	}
-	return &c, Resolved, nil
+	if told.reason == "" {
+		told.reason = "provider reports it " + strings.ToLower(string(told.to))
+	}
+	told.reason = o.says(told.reason)
+	return &told, Resolved, nil
 }
 
 // releaseAfter unlocks the key and returns cause (or the release's error).

@@ -100,6 +100,24 @@ func (s *Sim) Charges(t testing.TB) []providersim.Charge {
 	return ch
 }
 
+// Expire makes the authorization of charge id expire now.
+func (s *Sim) Expire(t testing.TB, id string) {
+	t.Helper()
+	s.must(t, s.control().Expire(context.Background(), id))
+}
+
+// Charge is the charge id as the simulator holds it.
+func (s *Sim) Charge(t testing.TB, id string) providersim.Charge {
+	t.Helper()
+	for _, c := range s.Charges(t) {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("the simulator holds no charge %s", id)
+	return providersim.Charge{}
+}
+
 // Stats returns the simulator's counters.
 func (s *Sim) Stats(t testing.TB) providersim.Stats {
 	t.Helper()

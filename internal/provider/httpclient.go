@@ -21,10 +21,12 @@ import (
 
 // Operation names, used in errors and as the op label of metrics.
 const (
-	opCharge = "charge"
-	opLookup = "lookup"
-	opList   = "list"
-	opRefund = "refund"
+	opCharge  = "charge"
+	opLookup  = "lookup"
+	opList    = "list"
+	opRefund  = "refund"
+	opCapture = "capture"
+	opVoid    = "void"
 )
 
 // maxResponseBytes bounds an answer we read; a page of charges is the
@@ -82,6 +84,7 @@ type chargeBody struct {
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
 	Reference     string `json:"reference"`
+	Capture       *bool  `json:"capture,omitempty"` // false: authorize only
 }
 
 // errorBody is the provider's error answer, and for a decline also the charge.
@@ -97,6 +100,11 @@ type errorBody struct {
 // KindDeclined carrying the failed charge.
 func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge, error) {
 	body := chargeBody{Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod, Reference: req.Reference}
+	want := ChargeSucceeded
+	if req.Manual {
+		capture := false
+		body.Capture, want = &capture, ChargeAuthorized
+	}
 	resp, err := s.do(ctx, opCharge, http.MethodPost, "/v1/charges", nil, req.IdempotencyKey, body)
 	if err != nil {
 		return Charge{}, err
@@ -107,8 +115,8 @@ func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge,
 		if err := resp.decode(opCharge, &ch); err != nil {
 			return Charge{}, err
 		}
-		if ch.ID == "" || ch.Status != ChargeSucceeded || (ch.IdempotencyKey != "" && ch.IdempotencyKey != req.IdempotencyKey) {
-			return Charge{}, resp.bad(opCharge, "201 without a succeeded charge for our key")
+		if ch.ID == "" || ch.Status != want || (ch.IdempotencyKey != "" && ch.IdempotencyKey != req.IdempotencyKey) {
+			return Charge{}, resp.bad(opCharge, "201 without a "+want+" charge for our key")
 		}
 		return ch, nil
 	case http.StatusPaymentRequired:
@@ -216,11 +224,7 @@ func (s *HTTPClient) PostRefund(ctx context.Context, req RefundRequest) (Refund,
 		return Refund{}, err
 	}
 	if resp.status != http.StatusCreated {
-		ce := resp.statusError(opRefund).(*CallError)
-		if resp.status == http.StatusBadRequest && refusalCodes[ce.Code] {
-			ce.Kind = KindDeclined
-		}
-		return Refund{}, ce
+		return Refund{}, resp.refusal(opRefund, refundRefusals)
 	}
 	var re Refund
 	if err := resp.decode(opRefund, &re); err != nil {
@@ -238,6 +242,89 @@ func (s *HTTPClient) PostRefund(ctx context.Context, req RefundRequest) (Refund,
 func (s *HTTPClient) RefundByKey(ctx context.Context, key string) (Refund, error) {
 	return getByKey(ctx, s, "/v1/refunds", key, "refund", func(re Refund) bool {
 		return re.ID != "" && re.IdempotencyKey == key
+	})
+}
+
+// holdBody is the body of POST /v1/charges/{id}/capture and /void.
+type holdBody struct {
+	Amount    int64  `json:"amount,omitempty"`
+	Reference string `json:"reference,omitempty"`
+}
+
+// PostCapture makes one POST /v1/charges/{id}/capture. A refusal that
+// proves nothing was captured is a *CallError of KindDeclined carrying the
+// provider's code.
+func (s *HTTPClient) PostCapture(ctx context.Context, req CaptureRequest) (Charge, error) {
+	return s.postHold(ctx, opCapture, req.ChargeID, req.IdempotencyKey, holdBody{Amount: req.Amount, Reference: req.Reference},
+		func(ch Charge) bool {
+			return ch.Status == ChargeSucceeded && (req.Amount == 0 || ch.CapturedAmount() == req.Amount)
+		})
+}
+
+// PostVoid makes one POST /v1/charges/{id}/void, like PostCapture. The
+// simulator's API has no void reason: it is not sent.
+func (s *HTTPClient) PostVoid(ctx context.Context, req VoidRequest) (Charge, error) {
+	return s.postHold(ctx, opVoid, req.ChargeID, req.IdempotencyKey, holdBody{Reference: req.Reference},
+		func(ch Charge) bool { return ch.Status == ChargeVoided })
+}
+
+// postHold makes one capture or void call of charge id; done says whether
+// the charge answered is as the call leaves it.
+func (s *HTTPClient) postHold(ctx context.Context, op, id, key string, body holdBody, done func(Charge) bool) (Charge, error) {
+	if id == "" {
+		return Charge{}, &CallError{Op: op, Kind: KindTransport, Err: errors.New("no charge to " + op)}
+	}
+	resp, err := s.do(ctx, op, http.MethodPost, "/v1/charges/"+url.PathEscape(id)+"/"+op, nil, key, body)
+	if err != nil {
+		return Charge{}, err
+	}
+	if resp.status != http.StatusOK {
+		return Charge{}, resp.refusal(op, holdRefusals)
+	}
+	var ch Charge
+	if err := resp.decode(op, &ch); err != nil {
+		return Charge{}, err
+	}
+	if ch.ID != id || !done(ch) {
+		return Charge{}, resp.bad(op, "200 without our charge "+op+"d")
+	}
+	return ch, nil
+}
+
+// GetCharge makes one GET /v1/charges/{id}. A 404 whose error code is
+// resource_missing is a *CallError wrapping ErrNotFound.
+func (s *HTTPClient) GetCharge(ctx context.Context, id string) (Charge, error) {
+	if id == "" {
+		return Charge{}, errEmptyKey
+	}
+	resp, err := s.do(ctx, opLookup, http.MethodGet, "/v1/charges/"+url.PathEscape(id), nil, "", nil)
+	if err != nil {
+		return Charge{}, err
+	}
+	if resp.status != http.StatusOK {
+		return Charge{}, resp.statusError(opLookup)
+	}
+	var ch Charge
+	if err := resp.decode(opLookup, &ch); err != nil {
+		return Charge{}, err
+	}
+	if ch.ID != id {
+		return Charge{}, resp.bad(opLookup, "200 without the charge asked for")
+	}
+	return ch, nil
+}
+
+// CaptureByKey makes one GET /v1/captures?idempotency_key=key.
+func (s *HTTPClient) CaptureByKey(ctx context.Context, key string) (Hold, error) {
+	return getByKey(ctx, s, "/v1/captures", key, "capture", func(h Hold) bool {
+		return h.Charge != "" && h.IdempotencyKey == key
+	})
+}
+
+// VoidByKey makes one GET /v1/voids?idempotency_key=key.
+func (s *HTTPClient) VoidByKey(ctx context.Context, key string) (Hold, error) {
+	return getByKey(ctx, s, "/v1/voids", key, "void", func(h Hold) bool {
+		return h.Charge != "" && h.IdempotencyKey == key
 	})
 }
 
@@ -332,6 +419,17 @@ func (r response) decode(op string, v any) error {
 
 func (r response) bad(op, why string) error {
 	return &CallError{Op: op, Kind: KindBadResponse, Sent: true, Status: r.status, Err: errors.New(why)}
+}
+
+// refusal is a failed answer of a call that moves money: a 400 whose code
+// is one of refusals proves nothing was done (KindDeclined); anything else
+// is as statusError says.
+func (r response) refusal(op string, refusals map[string]bool) error {
+	ce := r.statusError(op).(*CallError)
+	if r.status == http.StatusBadRequest && refusals[ce.Code] {
+		ce.Kind = KindDeclined
+	}
+	return ce
 }
 
 // statusError is an answer with a status the call does not expect.

@@ -25,6 +25,9 @@ type ChargeRequest struct {
 	PaymentMethod  string
 	Reference      string // our payment id
 	IdempotencyKey string
+	// Manual only authorizes (holds) the amount: the charge is
+	// ChargeAuthorized until it is captured, voided or expires.
+	Manual bool
 }
 
 // Charge is the provider's record of a charge.
@@ -32,13 +35,43 @@ type Charge struct {
 	ID             string `json:"id"`
 	Amount         int64  `json:"amount"`
 	Currency       string `json:"currency"`
-	Status         string `json:"status"` // "succeeded" or "failed"
+	Status         string `json:"status"` // one of the Charge* statuses
 	Reference      string `json:"reference"`
 	IdempotencyKey string `json:"idempotency_key"`
 	PaymentMethod  string `json:"payment_method,omitempty"`
 	Created        int64  `json:"created"`
 	Refunded       bool   `json:"refunded"`
 	FailureCode    string `json:"failure_code,omitempty"`
+	// Captured is true once money moved (a succeeded charge);
+	// AmountCaptured is how much.
+	Captured       bool  `json:"captured"`
+	AmountCaptured int64 `json:"amount_captured"`
+	// AmountCapturable is what an authorized charge holds.
+	AmountCapturable int64 `json:"amount_capturable"`
+	// CaptureBefore is an authorization's deadline (unix seconds); 0 if
+	// none is known.
+	CaptureBefore int64 `json:"capture_before,omitempty"`
+	// CaptureKey and VoidKey are the idempotency keys that captured or
+	// voided the charge, when the provider tells ("" otherwise).
+	CaptureKey string `json:"capture_key,omitempty"`
+	VoidKey    string `json:"void_key,omitempty"`
+}
+
+// MovedMoney reports whether the charge took money from the customer: a
+// succeeded charge (captured at once, or later). An authorized, voided,
+// expired or failed one moved none.
+func (c Charge) MovedMoney() bool { return c.Status == ChargeSucceeded }
+
+// CapturedAmount is what the charge took: AmountCaptured, or for a
+// provider that does not report it on a succeeded charge, the amount.
+func (c Charge) CapturedAmount() int64 {
+	switch {
+	case c.Status != ChargeSucceeded:
+		return 0
+	case c.AmountCaptured > 0:
+		return c.AmountCaptured
+	}
+	return c.Amount
 }
 
 // ListQuery asks for a page of the charges created in [From, To): at most
@@ -55,11 +88,43 @@ type ChargePage struct {
 	HasMore bool
 }
 
-// Charge statuses.
+// Charge statuses: what a connector reports, whatever its provider calls
+// them. A charge made with ChargeRequest.Manual is authorized until it is
+// captured (succeeded), voided or expired.
 const (
-	ChargeSucceeded = "succeeded"
-	ChargeFailed    = "failed"
+	ChargeSucceeded  = "succeeded"
+	ChargeFailed     = "failed"
+	ChargeAuthorized = "authorized"
+	ChargeVoided     = "voided"
+	ChargeExpired    = "expired"
 )
+
+// CaptureRequest captures an authorized charge. IdempotencyKey is derived
+// from our capture, so the provider deduplicates every repeat of it.
+type CaptureRequest struct {
+	ChargeID       string
+	Amount         int64  // 0: all that is held
+	Reference      string // our capture id
+	IdempotencyKey string
+}
+
+// VoidRequest releases an authorized charge, like CaptureRequest.
+type VoidRequest struct {
+	ChargeID       string
+	Reference      string // our void id
+	Reason         string // the void's reason, "" for none
+	IdempotencyKey string
+}
+
+// Hold is the provider's record of a capture or void of a charge: what
+// looking it up by its key finds. A void has no amount.
+type Hold struct {
+	Charge         string `json:"charge"`
+	Amount         int64  `json:"amount,omitempty"`
+	Reference      string `json:"reference,omitempty"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Created        int64  `json:"created,omitempty"`
+}
 
 // RefundRequest is one refund of a charge. IdempotencyKey is derived from
 // our refund, so the provider deduplicates every repeat of it.
@@ -84,11 +149,24 @@ type Refund struct {
 // Refund statuses.
 const RefundSucceeded = "succeeded"
 
-// refusalCodes are the provider's answers to a refund that prove nothing was
-// refunded and nothing will be under this request: it is FAILED, not unknown.
-var refusalCodes = map[string]bool{
-	"amount_too_large": true, "charge_not_refundable": true, "charge_already_refunded": true,
-}
+// Refusal codes: the provider's answers to a refund, capture or void that
+// prove nothing was done and nothing will be under this request: it is
+// Declined (FAILED), not unknown.
+const (
+	CodeAmountTooLarge        = "amount_too_large"
+	CodeChargeAlreadyCaptured = "charge_already_captured"
+	CodeChargeNotCapturable   = "charge_not_capturable"
+	CodeAuthorizationExpired  = "authorization_expired"
+)
+
+var (
+	refundRefusals = map[string]bool{
+		CodeAmountTooLarge: true, "charge_not_refundable": true, "charge_already_refunded": true,
+	}
+	holdRefusals = map[string]bool{
+		CodeAmountTooLarge: true, CodeChargeAlreadyCaptured: true, CodeChargeNotCapturable: true, CodeAuthorizationExpired: true,
+	}
+)
 
 // Outcome classifies a charge call.
 type Outcome int
@@ -120,10 +198,10 @@ func (o Outcome) String() string {
 	return "invalid"
 }
 
-// Result is what a charge or refund call learned.
+// Result is what a charge, refund, capture or void call learned.
 type Result struct {
 	Outcome     Outcome
-	Charge      *Charge // a charge call's, set for Succeeded and Declined
+	Charge      *Charge // a charge call's, set for Succeeded and Declined; a capture's or void's for Succeeded
 	Refund      *Refund // a refund call's, set for Succeeded
 	DeclineCode string  // set for Declined (a refund's refusal code too)
 	Tries       int     // HTTP calls made
@@ -149,4 +227,19 @@ type Provider interface {
 	// RefundByKey looks a refund up by the idempotency key it was created
 	// with; ErrNotFound if the provider has none.
 	RefundByKey(ctx context.Context, key string) (Refund, error)
+	// CaptureCharge captures an authorized charge, deduplicated by
+	// req.IdempotencyKey: Succeeded with the charge as captured, or
+	// Declined with the provider's refusal code (CodeAmountTooLarge,
+	// CodeChargeAlreadyCaptured, CodeChargeNotCapturable,
+	// CodeAuthorizationExpired); anything ambiguous is Unknown.
+	CaptureCharge(ctx context.Context, req CaptureRequest) Result
+	// VoidCharge releases an authorized charge, like CaptureCharge.
+	VoidCharge(ctx context.Context, req VoidRequest) Result
+	// GetCharge reads a charge by its id, as it is now (an authorization
+	// that expired reads ChargeExpired); ErrNotFound if there is none.
+	GetCharge(ctx context.Context, id string) (Charge, error)
+	// CaptureByKey and VoidByKey look a capture or void up by the
+	// idempotency key it was made with; ErrNotFound if the provider has none.
+	CaptureByKey(ctx context.Context, key string) (Hold, error)
+	VoidByKey(ctx context.Context, key string) (Hold, error)
 }

@@ -21,6 +21,11 @@ type Caller interface {
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
 	PostRefund(ctx context.Context, req RefundRequest) (Refund, error)
 	RefundByKey(ctx context.Context, key string) (Refund, error)
+	PostCapture(ctx context.Context, req CaptureRequest) (Charge, error)
+	PostVoid(ctx context.Context, req VoidRequest) (Charge, error)
+	GetCharge(ctx context.Context, id string) (Charge, error)
+	CaptureByKey(ctx context.Context, key string) (Hold, error)
+	VoidByKey(ctx context.Context, key string) (Hold, error)
 }
 
 var _ Caller = (*HTTPClient)(nil)
@@ -158,7 +163,7 @@ func classify(tries int, sent bool, err error) Result {
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
-	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op == opRefund):
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != opCharge):
 		res.Outcome, res.DeclineCode = Declined, ce.Code
 	case !sent:
 		res.Outcome, res.Err = NotSent, err
@@ -232,6 +237,74 @@ func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error)
 		return Refund{}, errEmptyKey
 	}
 	return read(ctx, r, opLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
+}
+
+// CaptureCharge captures an authorized charge, retrying under the same
+// idempotency key (the provider deduplicates it, so a retry never captures
+// twice).
+func (r *Resilient) CaptureCharge(ctx context.Context, req CaptureRequest) Result {
+	return r.hold(ctx, opCapture, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+		return r.inner.PostCapture(ctx, req)
+	})
+}
+
+// VoidCharge releases an authorized charge, retrying like CaptureCharge.
+func (r *Resilient) VoidCharge(ctx context.Context, req VoidRequest) Result {
+	return r.hold(ctx, opVoid, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+		return r.inner.PostVoid(ctx, req)
+	})
+}
+
+// hold makes a capture or void call (op) with r's retries and breaker.
+func (r *Resilient) hold(ctx context.Context, op, key, reference string, call func(context.Context) (Charge, error)) Result {
+	var ch Charge
+	tries, sent, err := r.run(ctx, op, func(ctx context.Context) error {
+		var err error
+		ch, err = call(ctx)
+		return err
+	})
+	res := classify(tries, sent, err)
+	if res.Outcome == Succeeded {
+		res.Charge = &ch
+	}
+	metrics.ProviderHoldOutcomes.WithLabelValues(r.Name(), op, res.Outcome.String()).Inc()
+	log := r.log.With("op", op, "idempotency_key", key, "reference", reference, "tries", res.Tries, "outcome", res.Outcome.String())
+	switch res.Outcome {
+	case Unknown, NotSent:
+		log.Warn("provider "+op+" not known to be done", "err", res.Err)
+	case Declined:
+		log.Info("provider refused the "+op, "code", res.DeclineCode)
+	default:
+		log.Info("provider "+op+" answered", "charge", ch.ID)
+	}
+	return res
+}
+
+// GetCharge reads a charge by id; ErrNotFound only when the provider says
+// it has none.
+func (r *Resilient) GetCharge(ctx context.Context, id string) (Charge, error) {
+	if id == "" {
+		return Charge{}, errEmptyKey
+	}
+	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
+}
+
+// CaptureByKey looks a capture up by its idempotency key; ErrNotFound only
+// when the provider says it has none.
+func (r *Resilient) CaptureByKey(ctx context.Context, key string) (Hold, error) {
+	return r.holdByKey(ctx, key, r.inner.CaptureByKey)
+}
+
+// VoidByKey looks a void up by its idempotency key, like CaptureByKey.
+func (r *Resilient) VoidByKey(ctx context.Context, key string) (Hold, error) {
+	return r.holdByKey(ctx, key, r.inner.VoidByKey)
+}
+
+func (r *Resilient) holdByKey(ctx context.Context, key string, lookup func(context.Context, string) (Hold, error)) (Hold, error) {
+	if key == "" {
+		return Hold{}, errEmptyKey
+	}
+	return read(ctx, r, opLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, key) })
 }
 
 // refusal is a call the breaker did not let through.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // declinedPaymentMethod is the test card that is always declined.
@@ -16,6 +17,18 @@ type chargeRequest struct {
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
 	Reference     string `json:"reference"`
+	// Capture false only authorizes the amount; omitted or true charges
+	// it at once (the same request either way).
+	Capture *bool `json:"capture,omitempty"`
+}
+
+// manual reports whether the request only authorizes.
+func (c chargeRequest) manual() bool { return c.Capture != nil && !*c.Capture }
+
+// same tells whether o repeats c.
+func (c chargeRequest) same(o chargeRequest) bool {
+	return c.Amount == o.Amount && c.Currency == o.Currency && c.PaymentMethod == o.PaymentMethod &&
+		c.Reference == o.Reference && c.manual() == o.manual()
 }
 
 func (c chargeRequest) validate() error {
@@ -29,7 +42,12 @@ func (c chargeRequest) validate() error {
 }
 
 func requestOf(ch *Charge) chargeRequest {
-	return chargeRequest{Amount: ch.Amount, Currency: ch.Currency, PaymentMethod: ch.PaymentMethod, Reference: ch.Reference}
+	req := chargeRequest{Amount: ch.Amount, Currency: ch.Currency, PaymentMethod: ch.PaymentMethod, Reference: ch.Reference}
+	if ch.manual() {
+		capture := false
+		req.Capture = &capture
+	}
+	return req
 }
 
 // handleCreateCharge is POST /v1/charges: count, fault, sleep, then create or replay.
@@ -43,10 +61,9 @@ func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 // commitCharge creates the charge for key, or returns the answer already
 // stored under it. created is nil for a replay.
 func (s *Server) commitCharge(key string, req chargeRequest) (ans storedAnswer, created *Charge, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	if ch, prev, ok := s.st.chargeByKey(key); ok {
-		if requestOf(ch) != req {
+		if !requestOf(ch).same(req) {
 			return storedAnswer{}, nil, errorf(codeIdempotencyError, "Idempotency-Key was already used with different parameters")
 		}
 		return *prev, nil, nil
@@ -56,11 +73,11 @@ func (s *Server) commitCharge(key string, req chargeRequest) (ans storedAnswer, 
 	if err != nil {
 		return storedAnswer{}, nil, err
 	}
-	s.st.charges[ch.ID] = ch
+	s.st.addCharge(ch)
 	s.st.chargeKeys[key] = &ans
 	if err := s.persistLocked(); err != nil {
 		// Forget the charge: the caller is told it failed, so it must not exist.
-		delete(s.st.charges, ch.ID)
+		s.st.removeCharge(ch.ID)
 		delete(s.st.chargeKeys, key)
 		return storedAnswer{}, nil, fmt.Errorf("persist charge: %w", err)
 	}
@@ -80,9 +97,17 @@ func (s *Server) newCharge(key string, req chargeRequest) *Charge {
 		PaymentMethod:  req.PaymentMethod,
 		Created:        s.now().Unix(),
 	}
-	if req.PaymentMethod == declinedPaymentMethod {
+	if req.manual() {
+		ch.CaptureBefore = ch.Created + int64(s.cfg.AuthTTL/time.Second)
+	}
+	switch {
+	case req.PaymentMethod == declinedPaymentMethod:
 		ch.Status = StatusFailed
 		ch.FailureCode = codeCardDeclined
+	case req.manual():
+		ch.Status, ch.AmountCapturable = StatusAuthorized, ch.Amount
+	default:
+		ch.Captured, ch.AmountCaptured = true, ch.Amount
 	}
 	return ch
 }

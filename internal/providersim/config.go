@@ -15,6 +15,8 @@ const (
 	DefaultAddr          = "127.0.0.1:9300"
 	DefaultAPIKey        = "sk_sim"
 	DefaultWebhookSecret = "whsec_dev"
+	// DefaultAuthTTL is how long an authorization stays capturable.
+	DefaultAuthTTL = 168 * time.Hour
 )
 
 // Config configures a Server; zero fields take the defaults above.
@@ -31,8 +33,15 @@ type Config struct {
 	WebhookSecret string
 	// Latency delays every charge call until the faults are changed.
 	Latency time.Duration
+	// AuthTTL is how long a charge made with "capture":false stays
+	// capturable (its capture_before is its creation plus AuthTTL).
+	AuthTTL time.Duration
 	// Logger receives JSON-able structured logs; nil discards them.
 	Logger *slog.Logger
+
+	// now is the clock of charges and expiries; nil means time.Now (tests
+	// set it).
+	now func() time.Time
 }
 
 // withDefaults fills zero fields and rejects values that cannot work.
@@ -46,11 +55,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WebhookSecret == "" {
 		c.WebhookSecret = DefaultWebhookSecret
 	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.AuthTTL == 0 {
+		c.AuthTTL = DefaultAuthTTL
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if c.Latency < 0 {
 		return c, fmt.Errorf("latency %v is negative", c.Latency)
+	}
+	if c.AuthTTL < time.Second {
+		return c, fmt.Errorf("authorization TTL %v is shorter than a second", c.AuthTTL)
 	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)

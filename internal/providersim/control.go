@@ -7,9 +7,9 @@ import (
 
 // handleSimCharges is GET /_sim/charges: every charge, ordered by created then id.
 func (s *Server) handleSimCharges(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
+	unlock := s.lock()
 	data := s.st.sortedCharges(nil, 0)
-	s.mu.Unlock()
+	unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
@@ -40,8 +40,7 @@ func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, errorf(codeInvalidRequest, "import body: "+err.Error()))
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	for i := range body.Data {
 		c := &body.Data[i]
 		if c.IdempotencyKey != "" {
@@ -50,8 +49,14 @@ func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if c.Status != StatusSucceeded && c.Status != StatusFailed {
-			writeError(w, s.log, errorf(codeInvalidRequest, "status must be succeeded or failed"))
+		switch {
+		case c.Status == StatusAuthorized && c.CaptureBefore == 0:
+			writeError(w, s.log, errorf(codeInvalidRequest, "an authorized charge needs its capture_before"))
+			return
+		case c.Status == StatusAuthorized:
+			c.AmountCapturable = c.Amount
+		case c.Status != StatusSucceeded && c.Status != StatusFailed && c.Status != StatusVoided && c.Status != StatusExpired:
+			writeError(w, s.log, errorf(codeInvalidRequest, "status must be succeeded, failed, authorized, voided or expired"))
 			return
 		}
 		if err := c.normalizeRefunds(); err != nil {
@@ -64,7 +69,7 @@ func (s *Server) handleSimImport(w http.ResponseWriter, r *http.Request) {
 		if ch.ID == "" {
 			ch.ID = newID("ch_")
 		}
-		s.st.charges[ch.ID] = &ch
+		s.st.addCharge(&ch)
 		if ch.IdempotencyKey != "" {
 			ans, err := chargeAnswer(&ch)
 			if err != nil {
@@ -97,6 +102,8 @@ func (s *Server) statsLocked() Stats {
 		Charges:      int64(len(s.st.charges)),
 		RefundCalls:  s.refundCalls.Load(),
 		Refunds:      int64(len(s.st.refunds)),
+		CaptureCalls: s.captureCalls.Load(),
+		VoidCalls:    s.voidCalls.Load(),
 		WebhooksSent: s.webhooksSent.Load(),
 	}
 }

@@ -22,8 +22,27 @@
 // refund emits refund.succeeded (data.refund) and charge.refunded (data.charge,
 // the charge as the refund left it).
 //
-// Faults (PUT /_sim/faults) apply to charge calls, and to refund calls too
-// when the fault set says "refunds":true; lookups are never faulted.
+// A charge made with "capture":false is only authorized: status
+// authorized, amount_capturable its amount, capture_before its creation
+// plus SIM_AUTH_TTL (default 168h). POST /v1/charges/{id}/capture
+// ({"amount":N,"reference":…}, both optional) takes the money (succeeded,
+// captured, amount_captured N; a partial capture releases the rest),
+// POST /v1/charges/{id}/void releases it (voided); both are idempotent like
+// charges, answer 200 with the charge, and refuse (400, not stored)
+// amount_too_large, charge_already_captured, charge_not_capturable (voided,
+// failed or charged at once) and authorization_expired. An authorization
+// expires (status expired) once capture_before passes, at the latest when
+// the state is next read, or at once by POST /_sim/charges/{id}/expire.
+// GET /v1/captures?idempotency_key=K and GET /v1/voids?idempotency_key=K
+// find what a key did. Every charge carries captured and amount_captured
+// (what moved), capture_key and void_key; a charge's refunds are limited to
+// its amount_captured. Webhooks: charge.authorized (instead of
+// charge.succeeded for a new authorization), charge.captured,
+// charge.voided, charge.expired.
+//
+// Faults (PUT /_sim/faults) apply to charge calls, to refund calls too when
+// the fault set says "refunds":true, and to capture and void calls too when
+// it says "captures":true; lookups are never faulted.
 //
 // All state sits behind one mutex, and the whole of it is rewritten atomically
 // to the state file (when configured) before a mutation is answered, so
@@ -31,9 +50,19 @@
 // signed webhooks, delivered asynchronously with bounded exponential backoff.
 //
 // Details a Stripe-like API leaves open, decided here:
-//   - stats.charge_calls and stats.refund_calls count every authenticated
-//     POST /v1/charges and POST /v1/refunds, whatever its outcome (invalid,
-//     refused, faulted, replayed, dropped).
+//   - stats.charge_calls, refund_calls, capture_calls and void_calls count
+//     every authenticated POST /v1/charges, POST /v1/refunds,
+//     POST /v1/charges/{id}/capture and /void, whatever its outcome
+//     (invalid, refused, faulted, replayed, dropped).
+//   - A capture or void request is compared as sent, like a refund's: an
+//     omitted amount and the same amount spelled out are different
+//     requests under one key. A void with an amount is invalid.
+//   - A capture's refusals are checked in this order: unknown charge (404),
+//     already captured, expired, not capturable, then the amount.
+//   - POST /_sim/charges/{id}/expire answers the charge (200; an expired one
+//     as it is), 404 for an unknown one, 400 charge_not_capturable for one
+//     that is not authorized. POST /_sim/charges imports authorized (with
+//     capture_before), voided and expired charges too.
 //   - A replay returns the bytes of the first answer; the current state of a
 //     charge (e.g. amount_refunded) is read with
 //     GET /v1/charges?idempotency_key=K or GET /v1/charges/{id}.

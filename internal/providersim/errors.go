@@ -17,6 +17,9 @@ const (
 	codeCardDeclined           = "card_declined"
 	codeChargeNotRefundable    = "charge_not_refundable"
 	codeAmountTooLarge         = "amount_too_large"
+	codeChargeAlreadyCaptured  = "charge_already_captured"
+	codeChargeNotCapturable    = "charge_not_capturable"
+	codeAuthorizationExpired   = "authorization_expired"
 	codeSimulatedFault         = "simulated_fault"
 	codeInternalError          = "internal_error"
 	defaultFaultStatus         = http.StatusServiceUnavailable
@@ -34,6 +37,9 @@ var codeStatus = map[string]int{
 	codeCardDeclined:          http.StatusPaymentRequired,
 	codeChargeNotRefundable:   http.StatusBadRequest,
 	codeAmountTooLarge:        http.StatusBadRequest,
+	codeChargeAlreadyCaptured: http.StatusBadRequest,
+	codeChargeNotCapturable:   http.StatusBadRequest,
+	codeAuthorizationExpired:  http.StatusBadRequest,
 	codeInternalError:         defaultInternalErrorStatus,
 }
 

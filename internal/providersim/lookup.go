@@ -22,13 +22,13 @@ func serveByID[T any](s *Server, w http.ResponseWriter, r *http.Request, m map[s
 // serveFound answers a copy of the object find returns (find runs under the
 // state's lock), or 404 resource_missing with missing as the message.
 func serveFound[T any](s *Server, w http.ResponseWriter, find func() (*T, bool), missing string) {
-	s.mu.Lock()
+	unlock := s.lock()
 	p, ok := find()
 	var found T
 	if ok {
 		found = *p
 	}
-	s.mu.Unlock()
+	unlock()
 	if !ok {
 		writeError(w, s.log, errorf(codeResourceMissing, missing))
 		return
@@ -73,7 +73,7 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 	}
 	ref, byRef := q.Get("reference"), q.Has("reference")
 	after := q.Get("starting_after")
-	s.mu.Lock()
+	unlock := s.lock()
 	var cursor *Charge
 	if after != "" {
 		if c, ok := s.st.charges[after]; ok {
@@ -89,7 +89,7 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 		return c.Created >= gte && c.Created < lt && (!byRef || c.Reference == ref) &&
 			(cursor == nil || c.Created > cursor.Created || (c.Created == cursor.Created && c.ID > cursor.ID))
 	}, fetch)
-	s.mu.Unlock()
+	unlock()
 	if after != "" && cursor == nil {
 		writeError(w, s.log, errorf(codeInvalidRequest, "starting_after names no charge"))
 		return

@@ -12,7 +12,9 @@ import (
 // snapshotVersion is bumped when the state file's shape changes incompatibly.
 // Partial refunds only added fields (a charge's amount_refunded, a refund's
 // currency and reference, a refund key's request, stats.refund_calls), and
-// load fills them in for a file written before them, so it is still 1.
+// so did captures (a charge's captured amounts and keys, the captures and
+// voids with their keys, stats.capture_calls and void_calls); load fills
+// them in for a file written before them, so it is still 1.
 const snapshotVersion = 1
 
 // snapshot is the state file's JSON shape.
@@ -22,7 +24,16 @@ type snapshot struct {
 	Refunds    []Refund                `json:"refunds"`
 	ChargeKeys map[string]storedAnswer `json:"charge_keys"`
 	RefundKeys map[string]storedAnswer `json:"refund_keys"`
+	Captures   map[string]heldRecord   `json:"captures,omitempty"`
+	Voids      map[string]heldRecord   `json:"voids,omitempty"`
 	Stats      Stats                   `json:"stats"`
+}
+
+// heldRecord is a capture or void as the state file keeps it: the record
+// and the answer stored under its key.
+type heldRecord struct {
+	Capture
+	Answer storedAnswer `json:"answer"`
 }
 
 // load reads the state file; a missing file is an empty state.
@@ -47,7 +58,7 @@ func (s *Server) load() error {
 		if err := ch.normalizeRefunds(); err != nil {
 			return fmt.Errorf("state file %s: %w", s.cfg.StateFile, err)
 		}
-		st.charges[ch.ID] = ch
+		st.addCharge(ch)
 	}
 	for i := range snap.Refunds {
 		re := &snap.Refunds[i]
@@ -73,13 +84,28 @@ func (s *Server) load() error {
 		}
 		if a.Request == nil {
 			// Written when a refund request was only {"charge":C}.
-			a.Request = &refundRequest{Charge: re.Charge}
+			a.Request = &opRequest{Charge: re.Charge}
 		}
 		st.refundKeys[k] = &a
+	}
+	for _, held := range []struct {
+		from    map[string]heldRecord
+		records map[string]*Capture
+		keys    map[string]*storedAnswer
+	}{{snap.Captures, st.captures, st.captureKeys}, {snap.Voids, st.voids, st.voidKeys}} {
+		for k, h := range held.from {
+			if _, ok := st.charges[h.Charge]; !ok {
+				return fmt.Errorf("state file %s: key %q names unknown charge %s", s.cfg.StateFile, k, h.Charge)
+			}
+			rec, ans := h.Capture, h.Answer
+			held.records[k], held.keys[k] = &rec, &ans
+		}
 	}
 	s.st = st
 	s.chargeCalls.Store(snap.Stats.ChargeCalls)
 	s.refundCalls.Store(snap.Stats.RefundCalls)
+	s.captureCalls.Store(snap.Stats.CaptureCalls)
+	s.voidCalls.Store(snap.Stats.VoidCalls)
 	s.webhooksSent.Store(snap.Stats.WebhooksSent)
 	return nil
 }
@@ -104,6 +130,8 @@ func (s *Server) persistLocked() error {
 	for k, a := range s.st.refundKeys {
 		snap.RefundKeys[k] = *a
 	}
+	snap.Captures = heldRecords(s.st.captures, s.st.captureKeys)
+	snap.Voids = heldRecords(s.st.voids, s.st.voidKeys)
 	b, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
@@ -145,4 +173,13 @@ func writeFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// heldRecords pairs each capture or void with the answer under its key.
+func heldRecords(records map[string]*Capture, answers map[string]*storedAnswer) map[string]heldRecord {
+	out := make(map[string]heldRecord, len(records))
+	for k, rec := range records {
+		out[k] = heldRecord{Capture: *rec, Answer: *answers[k]}
+	}
+	return out
 }

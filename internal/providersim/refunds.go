@@ -6,28 +6,37 @@ import (
 	"net/http"
 )
 
-// refundRequest is the body of POST /v1/refunds. Amount nil means the whole
-// unrefunded rest of the charge. A replay must repeat it field for field, an
+// opRequest is a call that acts on a charge: the body of POST /v1/refunds,
+// and of POST /v1/charges/{id}/capture and /void with the charge of the
+// path. Amount nil means the whole unrefunded rest (a refund) or the whole
+// held amount (a capture). A replay must repeat it field for field, an
 // omitted amount included: {"charge":C} and {"charge":C,"amount":500} are
 // different requests even when the rest was 500.
-type refundRequest struct {
+type opRequest struct {
 	Charge    string `json:"charge"`
 	Amount    *int64 `json:"amount,omitempty"`
 	Reference string `json:"reference,omitempty"`
 }
 
+// refundRequest is the body of POST /v1/refunds.
+type refundRequest struct{ opRequest }
+
 func (r refundRequest) validate() error {
-	switch {
-	case r.Charge == "":
+	if r.Charge == "" {
 		return errorf(codeInvalidRequest, "charge is required")
-	case r.Amount != nil && *r.Amount <= 0:
+	}
+	return r.validateAmount()
+}
+
+func (r opRequest) validateAmount() error {
+	if r.Amount != nil && *r.Amount <= 0 {
 		return errorf(codeInvalidRequest, "amount must be a positive integer")
 	}
 	return nil
 }
 
 // same tells whether o repeats r.
-func (r refundRequest) same(o refundRequest) bool {
+func (r opRequest) same(o opRequest) bool {
 	if r.Charge != o.Charge || r.Reference != o.Reference || (r.Amount == nil) != (o.Amount == nil) {
 		return false
 	}
@@ -55,10 +64,9 @@ type madeRefund struct {
 // too large) are not stored: nothing happened, so the same key may be tried
 // again, and succeeds once the cause is gone.
 func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, made *madeRefund, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	if _, prev, ok := s.st.refundByKey(key); ok {
-		if !prev.Request.same(req) {
+		if !prev.Request.same(req.opRequest) {
 			return storedAnswer{}, nil, errorf(codeIdempotencyError, "Idempotency-Key was already used with different parameters")
 		}
 		return *prev, nil, nil
@@ -96,13 +104,13 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 	if err != nil {
 		return storedAnswer{}, nil, fmt.Errorf("encode refund: %w", err)
 	}
-	stored := req
+	stored := req.opRequest
 	ans = storedAnswer{ID: re.ID, Status: http.StatusCreated, Body: b, Request: &stored}
 	before := *ch
 	s.st.refunds[re.ID] = re
 	s.st.refundKeys[key] = &ans
 	ch.AmountRefunded += amount
-	ch.Refunded = ch.AmountRefunded == ch.Amount
+	ch.Refunded = ch.AmountRefunded == ch.AmountCaptured
 	if err := s.persistLocked(); err != nil {
 		// Forget the refund: the caller is told it failed, so it must not exist.
 		delete(s.st.refunds, re.ID)

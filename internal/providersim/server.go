@@ -30,6 +30,8 @@ type Server struct {
 	// mu so that a call waiting on a state-file write is still counted at once.
 	chargeCalls  atomic.Int64
 	refundCalls  atomic.Int64
+	captureCalls atomic.Int64
+	voidCalls    atomic.Int64
 	webhooksSent atomic.Int64
 
 	mu sync.Mutex // guards st and serialises state-file writes
@@ -52,7 +54,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg,
 		log: cfg.Logger,
-		now: time.Now,
+		now: cfg.now,
 		st:  newState(),
 		// Sub-millisecond latency is not worth a separate field in Faults.
 		defaultFaults: Faults{LatencyMS: int(cfg.Latency / time.Millisecond)},
@@ -71,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 		"state_file", cfg.StateFile,
 		"webhook_url", cfg.redactedWebhookURL(),
 		"latency", cfg.Latency.String(),
+		"auth_ttl", cfg.AuthTTL.String(),
 		"charges", len(s.st.charges),
 		"refunds", len(s.st.refunds))
 	return s, nil
@@ -132,6 +135,10 @@ func (s *Server) routes() http.Handler {
 	v1.HandleFunc("POST /v1/charges", s.handleCreateCharge)
 	v1.HandleFunc("GET /v1/charges", s.handleListCharges)
 	v1.HandleFunc("GET /v1/charges/{id}", s.handleGetCharge)
+	v1.HandleFunc("POST /v1/charges/{id}/capture", s.handleCapture)
+	v1.HandleFunc("POST /v1/charges/{id}/void", s.handleVoid)
+	v1.HandleFunc("GET /v1/captures", s.handleListCaptures)
+	v1.HandleFunc("GET /v1/voids", s.handleListVoids)
 	v1.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	v1.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	v1.HandleFunc("GET /v1/refunds/{id}", s.handleGetRefund)
@@ -140,6 +147,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/", s.requireAPIKey(v1))
 	mux.HandleFunc("GET /_sim/charges", s.handleSimCharges)
 	mux.HandleFunc("POST /_sim/charges", s.handleSimImport)
+	mux.HandleFunc("POST /_sim/charges/{id}/expire", s.handleSimExpire)
 	mux.HandleFunc("GET /_sim/refunds", s.handleSimRefunds)
 	mux.HandleFunc("GET /_sim/stats", s.handleSimStats)
 	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)

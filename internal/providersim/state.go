@@ -12,10 +12,10 @@ type storedAnswer struct {
 	ID     string          `json:"id"` // the charge or refund the key created
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
-	// Request is the refund request that was answered, which a later call
-	// under the key must repeat. Charges leave it nil: their request is read
-	// back from the charge itself.
-	Request *refundRequest `json:"request,omitempty"`
+	// Request is the refund, capture or void request that was answered,
+	// which a later call under the key must repeat. Charges leave it nil:
+	// their request is read back from the charge itself.
+	Request *opRequest `json:"request,omitempty"`
 }
 
 // state is everything the simulator remembers; Server.mu guards it.
@@ -24,15 +24,43 @@ type state struct {
 	refunds    map[string]*Refund
 	chargeKeys map[string]*storedAnswer
 	refundKeys map[string]*storedAnswer
+	// captures and voids are kept by the key that made them, with the
+	// answer given under it.
+	captures    map[string]*Capture
+	voids       map[string]*Capture
+	captureKeys map[string]*storedAnswer
+	voidKeys    map[string]*storedAnswer
+	// held is the authorized charges, which expire when their
+	// capture_before passes.
+	held map[string]*Charge
 }
 
 func newState() *state {
 	return &state{
-		charges:    map[string]*Charge{},
-		refunds:    map[string]*Refund{},
-		chargeKeys: map[string]*storedAnswer{},
-		refundKeys: map[string]*storedAnswer{},
+		charges:     map[string]*Charge{},
+		refunds:     map[string]*Refund{},
+		chargeKeys:  map[string]*storedAnswer{},
+		refundKeys:  map[string]*storedAnswer{},
+		captures:    map[string]*Capture{},
+		voids:       map[string]*Capture{},
+		captureKeys: map[string]*storedAnswer{},
+		voidKeys:    map[string]*storedAnswer{},
+		held:        map[string]*Charge{},
 	}
+}
+
+// addCharge records ch (held while it is authorized).
+func (st *state) addCharge(ch *Charge) {
+	st.charges[ch.ID] = ch
+	if ch.Status == StatusAuthorized {
+		st.held[ch.ID] = ch
+	}
+}
+
+// removeCharge forgets charge id.
+func (st *state) removeCharge(id string) {
+	delete(st.charges, id)
+	delete(st.held, id)
 }
 
 // chargeByKey returns the charge created under an idempotency key.

@@ -5,21 +5,31 @@ import (
 	"fmt"
 )
 
-// Charge and refund statuses.
+// Charge and refund statuses. A charge made with "capture":false is
+// authorized until it is captured (succeeded), voided or expired.
 const (
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
+	StatusSucceeded  = "succeeded"
+	StatusFailed     = "failed"
+	StatusAuthorized = "authorized"
+	StatusVoided     = "voided"
+	StatusExpired    = "expired"
 )
 
 // Webhook event types.
 const (
-	EventChargeSucceeded = "charge.succeeded"
-	EventChargeFailed    = "charge.failed"
-	EventChargeRefunded  = "charge.refunded"
-	EventRefundSucceeded = "refund.succeeded"
+	EventChargeSucceeded  = "charge.succeeded"
+	EventChargeFailed     = "charge.failed"
+	EventChargeRefunded   = "charge.refunded"
+	EventRefundSucceeded  = "refund.succeeded"
+	EventChargeAuthorized = "charge.authorized"
+	EventChargeCaptured   = "charge.captured"
+	EventChargeVoided     = "charge.voided"
+	EventChargeExpired    = "charge.expired"
 )
 
-// Charge is one charge the provider recorded, succeeded or failed.
+// Charge is one charge the provider recorded: succeeded or failed, or for
+// a charge made with "capture":false authorized, then captured (succeeded),
+// voided or expired.
 type Charge struct {
 	ID             string `json:"id"`
 	Amount         int64  `json:"amount"`
@@ -29,35 +39,59 @@ type Charge struct {
 	IdempotencyKey string `json:"idempotency_key"`
 	PaymentMethod  string `json:"payment_method"`
 	Created        int64  `json:"created"`
+	// Captured is true once money moved: a succeeded automatic charge, or
+	// a captured one. AmountCaptured is what moved.
+	Captured       bool  `json:"captured"`
+	AmountCaptured int64 `json:"amount_captured"`
+	// AmountCapturable is the held amount while authorized, else 0.
+	AmountCapturable int64 `json:"amount_capturable"`
+	// CaptureBefore (unix seconds) is the deadline of a charge made with
+	// "capture":false; 0 for a charge captured at once.
+	CaptureBefore int64 `json:"capture_before,omitempty"`
+	// CaptureKey and VoidKey are the idempotency keys that captured or
+	// voided the charge.
+	CaptureKey *string `json:"capture_key"`
+	VoidKey    *string `json:"void_key"`
 	// AmountRefunded is the sum of the charge's refunds, in minor units.
 	AmountRefunded int64 `json:"amount_refunded"`
-	// Refunded is true once AmountRefunded reaches Amount.
+	// Refunded is true once AmountRefunded reaches AmountCaptured.
 	Refunded    bool   `json:"refunded"`
 	FailureCode string `json:"failure_code,omitempty"`
 }
 
-// refundable is what is left to refund of a succeeded charge.
-func (c *Charge) refundable() int64 { return c.Amount - c.AmountRefunded }
+// manual reports whether the charge was made with "capture":false.
+func (c *Charge) manual() bool { return c.CaptureBefore != 0 }
 
-// normalizeRefunds makes AmountRefunded and Refunded agree for a charge that
-// did not come from a refund here: one imported with POST /_sim/charges, or
-// read from a state file written before partial refunds existed, whose
-// "refunded":true (with no amount_refunded) meant the whole amount. It
+// refundable is what is left to refund of a succeeded charge: of what it
+// captured.
+func (c *Charge) refundable() int64 { return c.AmountCaptured - c.AmountRefunded }
+
+// normalizeRefunds makes the captured and refunded amounts agree for a
+// charge that did not come from a call here: one imported with POST
+// /_sim/charges, or read from a state file written before partial refunds
+// (whose "refunded":true with no amount_refunded meant the whole amount) or
+// captures (a succeeded automatic charge captured its amount) existed. It
 // refuses a charge whose fields contradict each other.
 func (c *Charge) normalizeRefunds() error {
+	if c.Status == StatusSucceeded && !c.manual() && c.AmountCaptured == 0 {
+		c.AmountCaptured = c.Amount
+	}
+	c.Captured = c.Status == StatusSucceeded && c.AmountCaptured > 0
 	if c.Refunded && c.AmountRefunded == 0 {
-		c.AmountRefunded = c.Amount
+		c.AmountRefunded = c.AmountCaptured
 	}
 	switch {
-	case c.AmountRefunded < 0 || c.AmountRefunded > c.Amount:
-		return fmt.Errorf("charge %s: amount_refunded %d is not between 0 and its amount %d", c.ID, c.AmountRefunded, c.Amount)
+	case c.AmountCaptured < 0 || c.AmountCaptured > c.Amount:
+		return fmt.Errorf("charge %s: amount_captured %d is not between 0 and its amount %d", c.ID, c.AmountCaptured, c.Amount)
+	case c.AmountRefunded < 0 || c.AmountRefunded > c.AmountCaptured:
+		return fmt.Errorf("charge %s: amount_refunded %d is not between 0 and its amount_captured %d", c.ID, c.AmountRefunded, c.AmountCaptured)
 	case c.AmountRefunded > 0 && c.Status != StatusSucceeded:
 		return fmt.Errorf("charge %s: only a succeeded charge can have refunds", c.ID)
-	case c.Refunded && c.AmountRefunded != c.Amount:
-		return fmt.Errorf("charge %s: refunded is true but amount_refunded %d is less than its amount %d", c.ID, c.AmountRefunded, c.Amount)
+	case c.Refunded && c.AmountRefunded != c.AmountCaptured:
+		return fmt.Errorf("charge %s: refunded is true but amount_refunded %d is less than its amount_captured %d", c.ID, c.AmountRefunded, c.AmountCaptured)
 	}
 	if c.AmountRefunded > 0 {
-		c.Refunded = c.AmountRefunded == c.Amount
+		c.Refunded = c.AmountRefunded == c.AmountCaptured
 	}
 	return nil
 }
@@ -102,14 +136,16 @@ func (d EventData) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// Faults is the set of misbehaviours applied to charge calls, and to refund
-// calls too when Refunds is set; lookups are never faulted.
+// Faults is the set of misbehaviours applied to charge calls, to refund
+// calls too when Refunds is set, and to capture and void calls too when
+// Captures is set; lookups are never faulted.
 type Faults struct {
 	LatencyMS       int     `json:"latency_ms"`
 	ErrorRate       float64 `json:"error_rate"`
 	ErrorStatus     int     `json:"error_status"`
 	DropAfterCommit bool    `json:"drop_after_commit"`
 	Refunds         bool    `json:"refunds"`
+	Captures        bool    `json:"captures"`
 }
 
 // Stats counts what the simulator has done since its state was created.
@@ -118,5 +154,7 @@ type Stats struct {
 	Charges      int64 `json:"charges"`
 	RefundCalls  int64 `json:"refund_calls"`
 	Refunds      int64 `json:"refunds"`
+	CaptureCalls int64 `json:"capture_calls"`
+	VoidCalls    int64 `json:"void_calls"`
 	WebhooksSent int64 `json:"webhooks_sent"`
 }

@@ -52,8 +52,11 @@ func (s *Server) notify(eventType string, data EventData) {
 
 // chargeEventType is the event announcing a new charge.
 func chargeEventType(ch *Charge) string {
-	if ch.Status == StatusFailed {
+	switch ch.Status {
+	case StatusFailed:
 		return EventChargeFailed
+	case StatusAuthorized:
+		return EventChargeAuthorized
 	}
 	return EventChargeSucceeded
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
@@ -21,16 +22,17 @@ import (
 )
 
 // Summary is what one Run did, printed as the job's JSON line. Every checked
-// attempt is counted in exactly one of Succeeded, Failed and StillUnknown;
-// NeedsReview and Errors count some of the StillUnknown ones again. The top
-// level counts payments, Refunds the refunds; NeedsReview and Errors count
-// both.
+// attempt is counted in exactly one of Succeeded, Failed, Authorized and
+// StillUnknown; NeedsReview and Errors count some of the StillUnknown ones
+// again. The top level counts payments, Refunds, Captures and Voids the
+// operations on them; NeedsReview and Errors count all of them, and the
+// expiry check of AUTHORIZED payments.
 type Summary struct {
 	// Checked is the attempts this run claimed and examined.
 	Checked int `json:"checked"`
-	// Succeeded and Failed are the checked attempts that were SUCCEEDED or
-	// FAILED when their check ended (FAILED includes CREATED attempts failed
-	// as abandoned).
+	// Succeeded and Failed are the checked attempts that were SUCCEEDED,
+	// or FAILED or CANCELED (no money moved), when their check ended
+	// (FAILED includes CREATED attempts failed as abandoned).
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	// StillUnknown is the checked attempts left unresolved: the provider had
@@ -41,17 +43,33 @@ type Summary struct {
 	NeedsReview int `json:"needs_review"`
 	// Errors is the checks that failed on a provider or database error.
 	Errors int `json:"errors"`
-	// Refunds counts the refunds checked, like the top level the payments.
-	Refunds RefundSummary `json:"refunds"`
+	// Refunds, Captures and Voids count the operations checked, like the
+	// top level the payments.
+	Refunds  OperationSummary `json:"refunds"`
+	Captures OperationSummary `json:"captures"`
+	Voids    OperationSummary `json:"voids"`
+	// Expired is the AUTHORIZED payments past their capture_before that
+	// this run made CANCELED (expired), as the provider said.
+	Expired int `json:"expired"`
+	// Authorized is the unresolved manual payments that the provider said
+	// are authorized (now AUTHORIZED).
+	Authorized int `json:"authorized"`
+
+	// expired counts, in one check's summary, an authorization it found
+	// expired.
+	expired int
 }
 
-// RefundSummary is what one Run did to refunds.
-type RefundSummary struct {
+// OperationSummary is what one Run did to refunds, captures or voids.
+type OperationSummary struct {
 	Checked      int `json:"checked"`
 	Succeeded    int `json:"succeeded"`
 	Failed       int `json:"failed"`
 	StillUnknown int `json:"still_unknown"`
 }
+
+// RefundSummary is OperationSummary, by its former name.
+type RefundSummary = OperationSummary
 
 func (s *Summary) add(o Summary) {
 	s.Checked += o.Checked
@@ -60,44 +78,101 @@ func (s *Summary) add(o Summary) {
 	s.StillUnknown += o.StillUnknown
 	s.NeedsReview += o.NeedsReview
 	s.Errors += o.Errors
+	s.Authorized += o.Authorized
+	s.expired += o.expired
 }
 
-// target is what Run resolves: payments, or refunds. Both go through the
-// same claim, schedule, key takeover and not-found window.
+// target is what Run resolves: payments, each kind of operation on them
+// (refunds, captures, voids), and the AUTHORIZED payments past their
+// capture_before. All go through the same claim, lease, check and schedule.
 type target struct {
 	name     string
 	claim    func(ctx context.Context, q db.DBTX, minAge time.Duration, max int, lease time.Duration) ([]lifecycle.Claim, error)
 	release  func(ctx context.Context, q db.DBTX, ids []string, delay time.Duration) error
 	schedule func(ctx context.Context, q db.DBTX, id string, checks int, delay time.Duration, review bool) (bool, error)
-	// sync resolves one like payments.Service.Sync, and says how it ended.
-	sync func(ctx context.Context, id string, opt payments.SyncOptions) (status lifecycle.Status, failureCode *string, outcome payments.SyncOutcome, err error)
+	// sync resolves one like payments.Service.Sync, and says how it ended
+	// (and why: a failure code, or a CANCELED payment's reason).
+	sync func(ctx context.Context, id string, opt payments.SyncOptions) (status lifecycle.Status, why *string, outcome payments.SyncOutcome, err error)
 	// tally adds what the target's checks found to the run's summary.
 	tally func(sum *Summary, got Summary)
 }
 
 func (r *Reconciler) targets() []target {
+	paymentSync := func(sync func(context.Context, string, payments.SyncOptions) (attempts.Attempt, payments.SyncOutcome, error)) func(context.Context, string, payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+		return func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+			a, outcome, err := sync(ctx, id, opt)
+			why := a.FailureCode
+			if a.Status == attempts.Canceled {
+				why = a.CanceledReason
+			}
+			return a.Status, why, outcome, err
+		}
+	}
 	return []target{
 		{
 			name: "payment", claim: attempts.ClaimDue, release: attempts.ReleaseClaims, schedule: attempts.ScheduleNextCheck,
-			tally: (*Summary).add,
-			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
-				a, outcome, err := r.svc.Sync(ctx, id, opt)
-				return a.Status, a.FailureCode, outcome, err
-			},
+			tally: (*Summary).add, sync: paymentSync(r.svc.Sync),
 		},
+		operationTarget("refund", refunds.ClaimDue, refunds.ReleaseClaims, refunds.ScheduleNextCheck,
+			func(s *Summary) *OperationSummary { return &s.Refunds },
+			func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+				rf, outcome, err := r.svc.SyncRefund(ctx, id, opt)
+				return rf.Status, rf.FailureCode, outcome, err
+			}),
+		r.holdTarget(captures.KindCapture, func(s *Summary) *OperationSummary { return &s.Captures }),
+		r.holdTarget(captures.KindVoid, func(s *Summary) *OperationSummary { return &s.Voids }),
 		{
-			name: "refund", claim: refunds.ClaimDue, release: refunds.ReleaseClaims, schedule: refunds.ScheduleNextCheck,
+			// Whatever --min-age: a deadline that passed is due at once.
+			name: "authorization",
+			claim: func(ctx context.Context, q db.DBTX, _ time.Duration, max int, lease time.Duration) ([]lifecycle.Claim, error) {
+				ids, err := attempts.ClaimExpired(ctx, q, max, lease)
+				claims := make([]lifecycle.Claim, len(ids))
+				for i, id := range ids {
+					claims[i] = lifecycle.Claim{ID: id, Status: attempts.Authorized}
+				}
+				return claims, err
+			},
+			release: attempts.ReleaseClaims, schedule: attempts.ScheduleNextCheck,
 			tally: func(sum *Summary, got Summary) {
-				sum.Refunds = RefundSummary{Checked: got.Checked, Succeeded: got.Succeeded, Failed: got.Failed, StillUnknown: got.StillUnknown}
+				sum.Expired += got.expired
 				sum.NeedsReview += got.NeedsReview
 				sum.Errors += got.Errors
 			},
-			sync: func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
-				rf, outcome, err := r.svc.SyncRefund(ctx, id, opt)
-				return rf.Status, rf.FailureCode, outcome, err
-			},
+			sync: paymentSync(r.svc.CheckHeld),
 		},
 	}
+}
+
+// operationTarget is the target of one kind of operation on a payment,
+// whose counts go to the summary's part of.
+func operationTarget(name string,
+	claim func(context.Context, db.DBTX, time.Duration, int, time.Duration) ([]lifecycle.Claim, error),
+	release func(context.Context, db.DBTX, []string, time.Duration) error,
+	schedule func(context.Context, db.DBTX, string, int, time.Duration, bool) (bool, error),
+	of func(*Summary) *OperationSummary,
+	sync func(context.Context, string, payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error),
+) target {
+	return target{
+		name: name, claim: claim, release: release, schedule: schedule, sync: sync,
+		tally: func(sum *Summary, got Summary) {
+			*of(sum) = OperationSummary{Checked: got.Checked, Succeeded: got.Succeeded, Failed: got.Failed, StillUnknown: got.StillUnknown}
+			sum.NeedsReview += got.NeedsReview
+			sum.Errors += got.Errors
+		},
+	}
+}
+
+// holdTarget is the target of the captures or the voids (k).
+func (r *Reconciler) holdTarget(k captures.Kind, of func(*Summary) *OperationSummary) target {
+	return operationTarget(string(k),
+		func(ctx context.Context, q db.DBTX, minAge time.Duration, max int, lease time.Duration) ([]lifecycle.Claim, error) {
+			return captures.ClaimDue(ctx, q, k, minAge, max, lease)
+		},
+		captures.ReleaseClaims, captures.ScheduleNextCheck, of,
+		func(ctx context.Context, id string, opt payments.SyncOptions) (lifecycle.Status, *string, payments.SyncOutcome, error) {
+			c, outcome, err := r.svc.SyncCapture(ctx, id, opt)
+			return c.Status, c.FailureCode, outcome, err
+		})
 }
 
 // Run resolves due attempts batch by batch until a claim comes back short
@@ -248,12 +323,18 @@ func (r *Reconciler) check(ctx context.Context, t target, c lifecycle.Claim) (su
 		}
 		return Summary{}, ""
 	case err == nil && outcome == payments.Resolved:
-		if status == attempts.Succeeded {
+		switch status {
+		case attempts.Succeeded:
 			sum.Succeeded = 1
-		} else {
+		case attempts.Authorized:
+			sum.Authorized = 1
+		default:
 			sum.Failed = 1
+			if status == attempts.Canceled && deref(failureCode) == lifecycle.CanceledExpired {
+				sum.expired = 1
+			}
 		}
-		log.InfoContext(ctx, t.name+" resolved", "status", status, "failure_code", deref(failureCode))
+		log.InfoContext(ctx, t.name+" resolved", "status", status, "why", deref(failureCode))
 		return sum, ""
 	case err == nil && outcome == payments.Busy:
 		// A live request (or another reconciler past our lease) holds the

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/refunds"
@@ -25,11 +26,18 @@ const (
 	AnomalyAmountMismatch    = "amount_mismatch"
 	AnomalyMissingAtProvider = "missing_at_provider"
 	AnomalyStatusMismatch    = "status_mismatch"
+	// AnomalyOrphanAuthorization: an authorized charge no payment of ours
+	// stands for (settlement voids it).
+	AnomalyOrphanAuthorization = "orphan_authorization"
 )
 
 // RefundKey is the idempotency key of the refund of an orphan charge: derived
 // from the charge, so settling a day again never refunds it twice.
 func RefundKey(chargeID string) string { return refunds.OrphanKey(chargeID) }
+
+// VoidKey is the idempotency key of the void of an orphan authorization,
+// derived from the charge likewise.
+func VoidKey(chargeID string) string { return captures.OrphanVoidKey(chargeID) }
 
 // ParseDay parses a settlement day, YYYY-MM-DD, as midnight UTC.
 func ParseDay(s string) (time.Time, error) {
@@ -49,12 +57,20 @@ type Report struct {
 	// ProviderCharges is the provider's charges created that day.
 	ProviderCharges int `json:"provider_charges"`
 	// Matched is the charges that agree with their attempt: a succeeded
-	// charge that is the SUCCEEDED attempt's charge with the same amount
-	// and currency, or a failed charge of a FAILED attempt.
+	// charge that is the SUCCEEDED attempt's charge with the same captured
+	// amount and currency, a failed charge of a FAILED attempt, an
+	// authorized one of the AUTHORIZED attempt, a voided or expired one of a
+	// CANCELED (or FAILED) attempt.
 	Matched int `json:"matched"`
-	// OrphansRefunded is the succeeded charges with no attempt, or whose
-	// attempt is FAILED, that are refunded now: by this run, or earlier.
+	// OrphansRefunded is the succeeded charges (that moved money) with no
+	// attempt, or whose attempt is FAILED or CANCELED, that are refunded
+	// now: by this run, or earlier.
 	OrphansRefunded int `json:"orphans_refunded"`
+	// OrphansVoided is the authorized charges with no attempt, or whose
+	// attempt is FAILED or CANCELED, that are voided now: by this run, or
+	// earlier. An authorized, voided or expired charge moved no money and
+	// is never refunded.
+	OrphansVoided int `json:"orphans_voided"`
 	// AmountMismatches is the charges of SUCCEEDED attempts whose amount or
 	// currency differs from the attempt's.
 	AmountMismatches int `json:"amount_mismatches"`
@@ -109,7 +125,7 @@ func (r *Reconciler) Settle(ctx context.Context, day time.Time) (_ Report, err e
 	if err := r.findMissing(ctx, from, to, dayCharges, &rep); err != nil {
 		errs = append(errs, err)
 	}
-	r.log.Info("settlement done", "report", rep, "refunds_issued", st.refundsIssued,
+	r.log.Info("settlement done", "report", rep, "refunds_issued", st.refundsIssued, "voids_issued", st.voidsIssued,
 		"left_to_run", st.unresolved, "unmatched_failed", st.unmatchedFailed, "errors", len(errs))
 	return rep, errors.Join(errs...)
 }
@@ -117,8 +133,9 @@ func (r *Reconciler) Settle(ctx context.Context, day time.Time) (_ Report, err e
 // settleStats are counts that only the log reports.
 type settleStats struct {
 	refundsIssued   int // refunds this run made
+	voidsIssued     int // voids this run made
 	unresolved      int // charges whose attempt is not final yet
-	unmatchedFailed int // failed charges with no FAILED attempt
+	unmatchedFailed int // failed, voided or expired charges no payment of ours matches
 }
 
 func (r *Reconciler) settleCharges(ctx context.Context, p payments.Provider, charges []provider.Charge, rep *Report, st *settleStats) error {
@@ -165,7 +182,10 @@ func candidateIDs(ch provider.Charge) []string {
 }
 
 func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
-	succeeded := ch.Status == provider.ChargeSucceeded
+	if ch.Status != provider.ChargeSucceeded && ch.Status != provider.ChargeFailed {
+		return r.settleHeld(ctx, p, ch, a, rep, st)
+	}
+	succeeded := ch.MovedMoney()
 	if a != nil && a.Provider != p.Name() && succeeded {
 		// A succeeded charge at p whose payment is not at p: no payment of
 		// ours stands for it, whatever that payment's status.
@@ -173,7 +193,7 @@ func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch p
 	}
 	switch {
 	case a != nil && a.ChargeID == ch.ID && a.Status == attempts.Succeeded && succeeded:
-		if a.Amount == ch.Amount && a.Currency == ch.Currency {
+		if a.AmountCaptured == ch.CapturedAmount() && a.Currency == ch.Currency {
 			rep.Matched++
 			return nil
 		}
@@ -181,8 +201,8 @@ func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch p
 		return r.anomaly(ctx, attempts.Anomaly{
 			Kind: AnomalyAmountMismatch, AttemptID: a.ID, ChargeID: ch.ID,
 			Detail: map[string]any{
-				"attempt_amount": a.Amount, "attempt_currency": a.Currency,
-				"charge_amount": ch.Amount, "charge_currency": ch.Currency,
+				"attempt_amount": a.Amount, "attempt_amount_captured": a.AmountCaptured, "attempt_currency": a.Currency,
+				"charge_amount": ch.Amount, "charge_amount_captured": ch.CapturedAmount(), "charge_currency": ch.Currency,
 			},
 			DedupeKey: AnomalyAmountMismatch + ":" + ch.ID,
 		})
@@ -201,7 +221,9 @@ func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch p
 		st.unmatchedFailed++
 		return nil
 	case a != nil && !a.Status.Final():
-		// Run (or a retry, or a webhook) will resolve the attempt with it.
+		// Run (or a retry, or a webhook, or for an AUTHORIZED one captured
+		// at the provider a sync or its expiry check) will resolve the
+		// attempt with it.
 		st.unresolved++
 		return nil
 	case a != nil && a.Status == attempts.Succeeded && a.ChargeID == "":
@@ -214,8 +236,82 @@ func (r *Reconciler) settleCharge(ctx context.Context, p payments.Provider, ch p
 		})
 	}
 	// A succeeded charge that no payment of ours stands for: no attempt, a
-	// FAILED one, or a SUCCEEDED one that holds another charge.
+	// FAILED or CANCELED one, or a SUCCEEDED one that holds another charge.
 	return r.refundOrphan(ctx, p, ch, a, rep, st)
+}
+
+// settleHeld settles an authorized, voided or expired charge: none moved
+// money, so none is ever refunded. An authorized one that no payment of
+// ours stands for (none, a FAILED or CANCELED one, one at another
+// provider, one that holds another charge) is voided under a key derived
+// from the charge; one a payment is still resolving is left to Run.
+func (r *Reconciler) settleHeld(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
+	ours := a != nil && a.Provider == p.Name() && (a.ChargeID == ch.ID || a.ChargeID == "")
+	switch {
+	case ch.Status != provider.ChargeAuthorized:
+		// Voided or expired: nothing is held.
+		switch {
+		case ch.VoidKey == VoidKey(ch.ID):
+			rep.OrphansVoided++ // voided by an earlier settlement
+		case ours && (a.Status == attempts.Canceled || a.Status == attempts.Failed):
+			rep.Matched++
+		case ours && !a.Status.Final():
+			st.unresolved++
+		default:
+			st.unmatchedFailed++
+		}
+		return nil
+	case ours && a.Status == attempts.Authorized && a.ChargeID == ch.ID:
+		rep.Matched++
+		return nil
+	case ours && !a.Status.Final():
+		st.unresolved++
+		return nil
+	case ours && a.Status == attempts.Succeeded:
+		// We hold it captured, the provider holds it authorized: a human
+		// decides rather than a void that could undo a real payment.
+		return r.anomaly(ctx, attempts.Anomaly{
+			Kind: AnomalyStatusMismatch, AttemptID: a.ID, ChargeID: ch.ID,
+			Detail:    map[string]any{"attempt_status": a.Status, "charge_status": ch.Status},
+			DedupeKey: AnomalyStatusMismatch + ":" + ch.ID,
+		})
+	}
+	return r.voidOrphan(ctx, p, ch, a, rep, st)
+}
+
+// voidOrphan voids orphan authorization ch, after recording it.
+func (r *Reconciler) voidOrphan(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {
+	detail := map[string]any{
+		"amount": ch.Amount, "currency": ch.Currency, "reference": ch.Reference,
+		"idempotency_key": ch.IdempotencyKey, "void_key": VoidKey(ch.ID), "provider": p.Name(),
+	}
+	an := attempts.Anomaly{Kind: AnomalyOrphanAuthorization, ChargeID: ch.ID, Detail: detail, DedupeKey: AnomalyOrphanAuthorization + ":" + ch.ID}
+	if a != nil {
+		an.AttemptID = a.ID
+		detail["attempt_status"], detail["attempt_charge_id"], detail["attempt_provider"] = a.Status, a.ChargeID, a.Provider
+	}
+	if err := r.anomaly(ctx, an); err != nil {
+		return err
+	}
+	log := r.log.With("provider", p.Name(), "charge", ch.ID, "amount", ch.Amount, "currency", ch.Currency, "reference", ch.Reference)
+	res := p.VoidCharge(ctx, provider.VoidRequest{ChargeID: ch.ID, IdempotencyKey: VoidKey(ch.ID)})
+	switch {
+	case res.Outcome == provider.Succeeded:
+		rep.OrphansVoided++
+		st.voidsIssued++
+		log.Warn("orphan authorization voided")
+		return nil
+	case res.Outcome == provider.Declined && res.DeclineCode != provider.CodeChargeAlreadyCaptured:
+		// Voided or expired since the list was read: nothing is held.
+		log.Info("orphan authorization no longer held", "code", res.DeclineCode)
+		return nil
+	case res.Outcome == provider.Declined:
+		// Captured since the list was read: money moved, and the next
+		// settlement of the day refunds it as an orphan charge.
+		log.Warn("orphan authorization captured meanwhile; settle the day again to refund it")
+		return nil
+	}
+	return fmt.Errorf("void orphan authorization: %s: %w", res.Outcome, res.Err)
 }
 
 func (r *Reconciler) refundOrphan(ctx context.Context, p payments.Provider, ch provider.Charge, a *attempts.Settled, rep *Report, st *settleStats) error {

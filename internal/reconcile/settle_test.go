@@ -42,14 +42,7 @@ func TestSettleRefundsOrphansOnce(t *testing.T) {
 		Kind: "unknown_charge", ChargeID: ghost.ID, Source: attempts.SourceWebhook, DedupeKey: "webhook:sim:evt_ghost1",
 	})
 
-	charges := b.sim.Charges(t)
-	require.Len(t, charges, 8)
-	day := time.Unix(charges[0].Created, 0).UTC()
-	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
-		t.Skip("the charges straddle midnight UTC")
-	}
-	// The payments were created that day too.
-	b.exec(`UPDATE payment_attempts SET created_at = $1`, day)
+	day := b.dayOf(8)
 
 	r := b.reconciler(reconcile.Config{})
 	want := reconcile.Report{
@@ -149,6 +142,21 @@ func (b *bundle) charge(ref, method string) provider.Charge {
 	return *r.Charge
 }
 
+// dayOf is the UTC day of the simulator's n charges, on which the
+// payments are made to have been created too (the test is skipped if the
+// charges straddle midnight).
+func (b *bundle) dayOf(n int) time.Time {
+	b.t.Helper()
+	charges := b.sim.Charges(b.t)
+	require.Len(b.t, charges, n)
+	day := time.Unix(charges[0].Created, 0).UTC()
+	if last := time.Unix(charges[len(charges)-1].Created, 0).UTC(); last.Day() != day.Day() {
+		b.t.Skip("the charges straddle midnight UTC")
+	}
+	b.exec(`UPDATE payment_attempts SET created_at = $1`, day)
+	return day
+}
+
 // chargeOf is the simulator's charge under the attempt's derived key.
 func (b *bundle) chargeOf(id string) string {
 	b.t.Helper()
@@ -187,9 +195,9 @@ func TestSettleABusyDayPageByPage(t *testing.T) {
 	day := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
 	// The payments, straight into the table (tests may): created that day.
 	b.exec(`INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency,
-	                                      payment_method, status, provider, provider_charge_id, created_at, updated_at)
+	                                      payment_method, status, provider, provider_charge_id, created_at, updated_at, amount_captured)
 		SELECT 'pay_busy_' || g, $1, 'o_' || g, 'k_' || g, 500, 'USD', 'pm_card_visa', 'SUCCEEDED', 'sim',
-		       'ch_busy_' || g, $2::timestamptz + (g % 86400) * interval '1 second', now()
+		       'ch_busy_' || g, $2::timestamptz + (g % 86400) * interval '1 second', now(), 500
 		FROM generate_series(1, $3::int) AS g`, b.tenantID, day, n)
 	charges := make([]providersim.Charge, 0, n+5)
 	for i := 1; i <= n; i++ {

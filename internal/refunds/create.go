@@ -1,6 +1,7 @@
 package refunds
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
@@ -18,6 +19,10 @@ type New struct {
 	Amount         *int64 // nil: the payment's whole refundable rest
 	Reason         *string
 	Metadata       map[string]string
+	// Source and Audit are the source and reason of its first audit row
+	// (api and "created" when empty).
+	Source lifecycle.Source
+	Audit  string
 }
 
 // Create reserves the refund's amount on its payment and inserts the refund
@@ -46,7 +51,7 @@ func Create(ctx context.Context, tx db.DBTX, n New) (Refund, attempts.Attempt, e
 		return Refund{}, attempts.Attempt{}, translate(err)
 	}
 	err = db.Q.RefundEventInsert(ctx, tx, db.RefundEventInsertParams{
-		RefundID: row.ID, ToStatus: string(lifecycle.Created), Source: string(lifecycle.SourceAPI), Reason: "created",
+		RefundID: row.ID, ToStatus: string(lifecycle.Created), Source: string(cmp.Or(n.Source, lifecycle.SourceAPI)), Reason: cmp.Or(n.Audit, "created"),
 	})
 	if err != nil {
 		return Refund{}, attempts.Attempt{}, err

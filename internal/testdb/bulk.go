@@ -30,8 +30,9 @@ type AttemptsOpts struct {
 
 // Attempts seeds o.N attempts in a few statements and returns their ids:
 // each in its status with the audit rows of the API's path to it (source
-// api), a charge id (ch_ + id) when final, and its key, released, or
-// holding the service's response code when final. It writes with SQL, for
+// api), a charge id (ch_ + id) when final or AUTHORIZED (AUTHORIZED and
+// CANCELED ones are manual), and its key, released, or holding the
+// service's response code when it answered for good. It writes with SQL, for
 // tests that need thousands of attempts, where a fixture per attempt
 // through the service's functions would take minutes; Attempt seeds one
 // attempt through them.
@@ -51,7 +52,7 @@ func Attempts(t testing.TB, pool *db.Pool, o AttemptsOpts) []string {
 	for i := range o.N {
 		ids[i] = o.Prefix + strconv.Itoa(i+1)
 		st := o.Statuses[i%len(o.Statuses)]
-		if st.Final() {
+		if st.Answered() {
 			code := int32(payments.StatusCode(st))
 			codes[i] = &code
 		}
@@ -76,12 +77,17 @@ func Attempts(t testing.TB, pool *db.Pool, o AttemptsOpts) []string {
 	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO payment_attempts (id, tenant_id, order_id, idempotency_key, amount, currency, payment_method,
-			                              status, provider, provider_charge_id, failure_code, created_at, updated_at)
+			                              status, provider, provider_charge_id, failure_code, created_at, updated_at,
+			                              capture_method, amount_captured, capture_before, canceled_reason)
 			SELECT u.id, $1, u.id, u.id, 500, 'USD', 'pm_card_visa', u.status,
 			       CASE WHEN u.status <> 'CREATED' THEN 'sim' END,
-			       CASE WHEN u.status IN ('SUCCEEDED', 'FAILED') THEN 'ch_' || u.id END,
+			       CASE WHEN u.status IN ('SUCCEEDED', 'FAILED', 'AUTHORIZED', 'CANCELED') THEN 'ch_' || u.id END,
 			       CASE WHEN u.status = 'FAILED' THEN 'card_declined' END,
-			       now() - $4::bigint * interval '1 millisecond', now() - $4::bigint * interval '1 millisecond'
+			       now() - $4::bigint * interval '1 millisecond', now() - $4::bigint * interval '1 millisecond',
+			       CASE WHEN u.status IN ('AUTHORIZED', 'CANCELED') THEN 'manual' ELSE 'automatic' END,
+			       CASE WHEN u.status = 'SUCCEEDED' THEN 500 ELSE 0 END,
+			       CASE WHEN u.status = 'AUTHORIZED' THEN now() + interval '7 days' END,
+			       CASE WHEN u.status = 'CANCELED' THEN 'expired' END
 			FROM unnest($2::text[], $3::text[]) AS u(id, status)`,
 			o.TenantID, ids, inserted, o.Age.Milliseconds())
 		if err != nil {

@@ -92,11 +92,17 @@ type AttemptOpts struct {
 	Provider string
 
 	// Status is reached from CREATED along the path the API takes (PENDING,
-	// then UNKNOWN, SUCCEEDED or FAILED), each step audited with source
-	// api; a SUCCEEDED attempt gets its PaymentSucceeded outbox row.
+	// then UNKNOWN, SUCCEEDED or FAILED; a manual payment's AUTHORIZED,
+	// and CANCELED after it), each step audited with source api; a
+	// SUCCEEDED attempt gets its PaymentSucceeded outbox row (and so on).
 	Status      attempts.Status // default CREATED
-	ChargeID    string          // recorded on entering SUCCEEDED or FAILED; "" records none
+	ChargeID    string          // recorded on entering SUCCEEDED, FAILED or AUTHORIZED; "" records none
 	FailureCode string          // for FAILED; default "card_declined"
+	// CaptureMethod is attempts.CaptureManual by default for AUTHORIZED
+	// and CANCELED, else automatic.
+	CaptureMethod string
+	// CaptureBefore is an AUTHORIZED attempt's deadline; default a week on.
+	CaptureBefore time.Time
 
 	Key         string        // its Idempotency-Key; default "key-" + ID
 	Fingerprint []byte        // its request fingerprint; default Fingerprint
@@ -123,11 +129,13 @@ type Seeded struct {
 
 // paths lead from CREATED to each status, as the API moves an attempt.
 var paths = map[attempts.Status][]attempts.Status{
-	attempts.Created:   nil,
-	attempts.Pending:   {attempts.Pending},
-	attempts.Unknown:   {attempts.Pending, attempts.Unknown},
-	attempts.Succeeded: {attempts.Pending, attempts.Succeeded},
-	attempts.Failed:    {attempts.Pending, attempts.Failed},
+	attempts.Created:    nil,
+	attempts.Pending:    {attempts.Pending},
+	attempts.Unknown:    {attempts.Pending, attempts.Unknown},
+	attempts.Succeeded:  {attempts.Pending, attempts.Succeeded},
+	attempts.Failed:     {attempts.Pending, attempts.Failed},
+	attempts.Authorized: {attempts.Pending, attempts.Authorized},
+	attempts.Canceled:   {attempts.Pending, attempts.Authorized, attempts.Canceled},
 }
 
 // Attempt seeds an attempt the way the service leaves it: its key and its
@@ -145,7 +153,7 @@ func Attempt(t testing.TB, pool *db.Pool, o AttemptOpts) Seeded {
 		o.TenantID, o.Key, o.Fingerprint, o.ID, InsertAttempt(attempts.New{
 			TenantID: o.TenantID, OrderID: o.OrderID, IdempotencyKey: o.Key,
 			Amount: o.Amount, Currency: o.Currency, PaymentMethod: o.PaymentMethod,
-			Description: o.Description, Metadata: o.Metadata,
+			Description: o.Description, Metadata: o.Metadata, CaptureMethod: o.CaptureMethod,
 		}))
 	if err != nil {
 		t.Fatalf("testdb: seed attempt %s: %v", o.ID, err)
@@ -160,11 +168,16 @@ func Attempt(t testing.TB, pool *db.Pool, o AttemptOpts) Seeded {
 			if to == attempts.Pending {
 				c.Provider = o.Provider
 			}
-			if to.Final() {
+			if to.Answered() {
 				c.ChargeID = o.ChargeID
 			}
-			if to == attempts.Failed {
+			switch to {
+			case attempts.Failed:
 				c.FailureCode = o.FailureCode
+			case attempts.Authorized:
+				c.CaptureBefore = &o.CaptureBefore
+			case attempts.Canceled:
+				c.CanceledReason = "expired"
 			}
 			var applied bool
 			if a, applied, err = attempts.Transition(ctx, tx, c); err != nil {
@@ -177,7 +190,7 @@ func Attempt(t testing.TB, pool *db.Pool, o AttemptOpts) Seeded {
 		switch {
 		case o.KeyState == KeyReleased:
 			_, err = idempotency.Release(ctx, tx, res.Lock)
-		case o.KeyState == KeyCompleted && o.Status.Final():
+		case o.KeyState == KeyCompleted && o.Status.Answered():
 			if a.ID == "" {
 				a, err = attempts.Get(ctx, tx, o.ID)
 				if err != nil {
@@ -250,6 +263,12 @@ func (o AttemptOpts) withDefaults(t testing.TB, pool *db.Pool) AttemptOpts {
 	if o.Status == "" {
 		o.Status = attempts.Created
 	}
+	if o.CaptureMethod == "" && (o.Status == attempts.Authorized || o.Status == attempts.Canceled) {
+		o.CaptureMethod = attempts.CaptureManual
+	}
+	if o.CaptureBefore.IsZero() {
+		o.CaptureBefore = time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second)
+	}
 	if o.FailureCode == "" {
 		o.FailureCode = "card_declined"
 	}
@@ -261,7 +280,7 @@ func (o AttemptOpts) withDefaults(t testing.TB, pool *db.Pool) AttemptOpts {
 	}
 	if o.KeyState == 0 {
 		o.KeyState = KeyReleased
-		if o.Status.Final() {
+		if o.Status.Answered() {
 			o.KeyState = KeyCompleted
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/provider"
@@ -40,8 +41,12 @@ const defaultFailureCode = "provider_failed"
 type result struct {
 	outcome   string
 	attemptID string
-	refundID  string          // the refund a refund event was about, when found
-	moved     attempts.Status // the status the attempt (or refund) moved to, when applied
+	refundID  string // the refund a refund event was about, when found
+	// captureID is the capture or void of ours (of captureKind) a
+	// charge.captured or charge.voided event was about, when found.
+	captureID   string
+	captureKind captures.Kind
+	moved       attempts.Status // the status the attempt (or operation) moved to, when applied
 	// syncRefunds asks the handler, after the commit, to sync the unresolved
 	// refunds of payment attemptID (a charge.refunded event names none of
 	// them).
@@ -102,8 +107,22 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return res, nil
 	}
 	if !ok {
+		if ev.Type == EventChargeVoided && ch.VoidKey == captures.OrphanVoidKey(ch.ID) {
+			return result{outcome: outcomeNoop}, nil // settlement voided an orphan authorization
+		}
 		err := attempts.RecordAnomaly(ctx, tx, anomaly(anomalyUnknownCharge, ev, nil, "no payment for this charge"))
 		return result{outcome: outcomeUnknownCharge}, err
+	}
+	if found.ProviderName() == ev.provider {
+		// A capture or void of ours is resolved as itself, which moves
+		// the payment with it.
+		op, ours, err := ourHold(ctx, tx, found, ev)
+		if err != nil || ours {
+			if err != nil {
+				return result{}, err
+			}
+			return applyHold(ctx, tx, ev, found, op)
+		}
 	}
 	// Decide on the locked row: a racing API transaction or reconciler either
 	// committed before the lock (and decide sees its status) or waits for our
@@ -247,6 +266,7 @@ func refundAnomaly(kind string, ev event, r *refunds.Refund, reason string) atte
 func change(ev event, v verdict) attempts.Change {
 	c := attempts.Change{
 		To: v.to, ChargeID: ev.Data.Charge.ID,
+		AmountCaptured: v.captured, CaptureBefore: v.captureBefore, CanceledReason: v.canceledReason, Unexpected: v.unexpected,
 		Source: attempts.SourceWebhook, Reason: ev.Type + " " + ev.ID,
 	}
 	if v.to == attempts.Failed {

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"time"
+
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/refunds"
@@ -19,6 +21,13 @@ type verdict struct {
 	kind   verdictKind
 	to     attempts.Status // for verdictMove
 	reason string          // for anomalies
+	// For a move of a manual payment: what it captured (SUCCEEDED), its
+	// deadline (AUTHORIZED), why it is CANCELED, and whether the provider
+	// did it without a capture or void of ours.
+	captured       int64
+	captureBefore  *time.Time
+	canceledReason string
+	unexpected     bool
 }
 
 // decide says what ev means for attempt a, read under its row lock. It is
@@ -39,8 +48,48 @@ func decide(a attempts.Attempt, ev event) verdict {
 		// payment's unresolved refunds after it (refund.succeeded resolves
 		// them directly).
 		return verdict{kind: verdictNoop}
+	case EventChargeAuthorized, EventChargeCaptured, EventChargeVoided, EventChargeExpired:
+		return decideHeld(a, ev)
 	}
 	return verdict{kind: verdictNoop} // parseEvent admits no other type
+}
+
+// decideHeld says what an event about an authorization means for payment
+// a, with no capture or void of ours behind it (the handler gives those to
+// their capture or void): an authorization makes a PENDING or UNKNOWN
+// manual payment AUTHORIZED (a late one changes nothing); a capture, void
+// or expiry made at the provider moves it all the same, to SUCCEEDED (what
+// the provider captured) or CANCELED (voided_at_provider, expired), a
+// capture or void being unexpected (an anomaly), an expiry being nobody's.
+// A payment that cannot take the move (an automatic one, or one final
+// otherwise) is a conflict.
+func decideHeld(a attempts.Attempt, ev event) verdict {
+	ch := ev.Data.Charge
+	v := verdict{kind: verdictMove}
+	switch ev.Type {
+	case EventChargeAuthorized:
+		v.to = attempts.Authorized
+		if ch.CaptureBefore > 0 {
+			t := time.Unix(ch.CaptureBefore, 0).UTC()
+			v.captureBefore = &t
+		}
+		if a.Manual() && (a.Status == attempts.Succeeded || a.Status == attempts.Canceled) {
+			return verdict{kind: verdictNoop} // late: captured, voided or expired since
+		}
+	case EventChargeCaptured:
+		v.to, v.captured, v.unexpected = attempts.Succeeded, ch.CapturedAmount(), true
+	case EventChargeVoided:
+		v.to, v.canceledReason, v.unexpected = attempts.Canceled, lifecycle.CanceledAtProvider, true
+	case EventChargeExpired:
+		v.to, v.canceledReason = attempts.Canceled, lifecycle.CanceledExpired
+	}
+	switch {
+	case a.Status == v.to:
+		return verdict{kind: verdictNoop}
+	case !a.Machine().CanTransition(a.Status, v.to):
+		return verdict{kind: verdictConflict, reason: "provider reports " + ev.Type + " for a " + a.CaptureMethod + " payment in " + string(a.Status)}
+	}
+	return v
 }
 
 // report is the verdict on a provider saying the charge ended in final.

@@ -60,6 +60,15 @@
 //     refunded payment stays SUCCEEDED): when the payment is at that
 //     provider, it only prompts, after the commit, a sync of the payment's
 //     unresolved (PENDING, UNKNOWN) refunds with it (Handler.SyncRefund).
+//   - charge.authorized makes a PENDING or UNKNOWN manual payment AUTHORIZED
+//     (a late one is a no-op). charge.captured and charge.voided resolve
+//     our own capture or void (the one the charge's capture_key or void_key
+//     names, else the payment's PENDING or UNKNOWN one), which moves the
+//     payment with it (holds.go); without one of ours the payment moves all
+//     the same (SUCCEEDED with the provider's amount_captured, or CANCELED
+//     voided_at_provider) and unexpected_capture or unexpected_void is
+//     recorded. charge.expired makes it CANCELED (expired), recording
+//     nothing. Settlement's void of an orphan authorization is expected.
 //   - A report that agrees with a final status is a no-op.
 //   - A report that contradicts a final status, names a charge (or provider
 //     refund) other than the one recorded, or concerns an attempt that never

@@ -9,11 +9,21 @@ import (
 
 // Event types the simulator sends.
 const (
-	EventChargeSucceeded = "charge.succeeded"
-	EventChargeFailed    = "charge.failed"
-	EventChargeRefunded  = "charge.refunded"
-	EventRefundSucceeded = "refund.succeeded"
+	EventChargeSucceeded  = "charge.succeeded"
+	EventChargeFailed     = "charge.failed"
+	EventChargeRefunded   = "charge.refunded"
+	EventRefundSucceeded  = "refund.succeeded"
+	EventChargeAuthorized = "charge.authorized"
+	EventChargeCaptured   = "charge.captured"
+	EventChargeVoided     = "charge.voided"
+	EventChargeExpired    = "charge.expired"
 )
+
+// chargeEvents are the event types about a charge.
+var chargeEvents = map[string]bool{
+	EventChargeSucceeded: true, EventChargeFailed: true, EventChargeRefunded: true,
+	EventChargeAuthorized: true, EventChargeCaptured: true, EventChargeVoided: true, EventChargeExpired: true,
+}
 
 // event is the webhook body; fields we do not use are ignored, so the
 // provider may add some.
@@ -50,7 +60,7 @@ func parseEvent(body []byte) (event, error) {
 			return event{}, errors.New("data.refund.charge is missing")
 		}
 		return ev, nil
-	case ev.Type != EventChargeSucceeded && ev.Type != EventChargeFailed && ev.Type != EventChargeRefunded:
+	case !chargeEvents[ev.Type]:
 		return event{}, errors.New("unknown event type")
 	case ev.Data.Charge == nil:
 		return event{}, errors.New("data.charge is missing")

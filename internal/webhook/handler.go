@@ -123,6 +123,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	metrics.WebhookOutcomes.WithLabelValues(res.outcome).Inc()
 	reqlog.From(r.Context()).PaymentID = res.attemptID
 	switch {
+	case res.moved != "" && res.captureID != "":
+		metrics.CaptureTransitions.WithLabelValues(string(res.captureKind), string(res.moved), string(attempts.SourceWebhook)).Inc()
 	case res.moved != "" && res.refundID != "":
 		metrics.RefundTransitions.WithLabelValues(string(res.moved), string(attempts.SourceWebhook)).Inc()
 	case res.moved != "":
@@ -132,7 +134,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.syncRefunds(r.Context(), res.attemptID)
 	}
 	h.log.Info("webhook received", "request_id", reqlog.From(r.Context()).RequestID, "event_id", ev.ID, "type", ev.Type,
-		"charge_id", ev.chargeID(), "payment_id", res.attemptID, "refund_id", res.refundID, "outcome", res.outcome)
+		"charge_id", ev.chargeID(), "payment_id", res.attemptID, "refund_id", res.refundID, "capture_id", res.captureID, "outcome", res.outcome)
 	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
 }
 
