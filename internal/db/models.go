@@ -10,14 +10,32 @@ import (
 )
 
 type Anomaly struct {
-	ID        int64
-	Kind      string
-	AttemptID *string
-	ChargeID  *string
-	Source    string
-	Detail    json.RawMessage
-	DedupeKey *string
-	CreatedAt time.Time
+	ID             int64
+	Kind           string
+	AttemptID      *string
+	ChargeID       *string
+	Source         string
+	Detail         json.RawMessage
+	DedupeKey      *string
+	CreatedAt      time.Time
+	ResolvedAt     *time.Time
+	ResolvedBy     *string
+	ResolutionNote *string
+}
+
+type ConsoleLoginFailure struct {
+	Email         string
+	Failures      int32
+	WindowStartAt time.Time
+	LockedUntil   *time.Time
+}
+
+type ConsoleSession struct {
+	IDSha256   []byte
+	OperatorID string
+	CsrfToken  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
 }
 
 type IdempotencyKey struct {
@@ -33,6 +51,15 @@ type IdempotencyKey struct {
 	UpdatedAt    time.Time
 	ExpiresAt    time.Time
 	RefundID     *string
+}
+
+type Operator struct {
+	ID           string
+	Email        string
+	Role         string
+	PasswordHash string
+	CreatedAt    time.Time
+	DisabledAt   *time.Time
 }
 
 type Outbox struct {
@@ -125,6 +152,7 @@ type Tenant struct {
 	Name         string
 	ApiKeySha256 []byte
 	CreatedAt    time.Time
+	CreationKey  *string
 }
 
 type WebhookEvent struct {

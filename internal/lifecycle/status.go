@@ -15,6 +15,8 @@
 // FAILED are final.
 package lifecycle
 
+import "time"
+
 // Status is the state of a payment or refund.
 type Status string
 
@@ -35,6 +37,9 @@ const (
 	SourceAPI        Source = "api"
 	SourceWebhook    Source = "webhook"
 	SourceReconciler Source = "reconciler"
+	// SourceConsole is a change an operator made in the console; its
+	// reason names the operator (ByOperator).
+	SourceConsole Source = "console"
 )
 
 // Failure codes this service sets itself (declines carry the provider's code).
@@ -97,4 +102,29 @@ type Claim struct {
 	Status      Status
 	CheckCount  int
 	NeedsReview bool
+}
+
+// Audit is one audit row of a payment's or a refund's transitions, as the
+// console's timeline shows it.
+type Audit struct {
+	SubjectID string // the payment's or the refund's id
+	From      Status // "" for the creation
+	To        Status
+	Source    Source
+	Reason    string
+	Provider  string // the provider the subject was at after it, "" if none
+	At        time.Time
+}
+
+// ReasonCalling starts the reason of every → PENDING: "calling provider
+// <name>"; the console reads a payment's provider hops from it.
+const ReasonCalling = "calling provider "
+
+// ByOperator is reason as a change made in the console by the operator
+// with email records it: the audit row names who made it.
+func ByOperator(reason, email string) string {
+	if email == "" {
+		return reason
+	}
+	return reason + "; by operator " + email
 }

@@ -88,7 +88,7 @@ func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, 
 	unsent := created.Attempt
 	unsent.Status, unsent.Provider = attempts.Created, nil
 	fresh := paymentSubject(unsent)
-	reply, err = s.drive(ctx, k, key.Lock, fresh, &pending)
+	reply, err = s.drive(ctx, k, apiActor, key.Lock, fresh, &pending)
 	return reply, true, err
 }
 

@@ -84,6 +84,27 @@ type kind interface {
 	counted(to lifecycle.Status, src lifecycle.Source)
 }
 
+// actor is who drives a request: the source its audit rows record and,
+// for the console, the operator their reasons name.
+type actor struct {
+	source   lifecycle.Source
+	operator string
+}
+
+// apiActor drives the tenant API's requests.
+var apiActor = actor{source: lifecycle.SourceAPI}
+
+// actorOf is the actor of an input's Source ("": the API) and Operator.
+func actorOf(source lifecycle.Source, operator string) actor {
+	if source == "" {
+		source = lifecycle.SourceAPI
+	}
+	return actor{source: source, operator: operator}
+}
+
+// reason is an audit reason of the actor's: it names the operator, if any.
+func (a actor) reason(r string) string { return lifecycle.ByOperator(r, a.operator) }
+
 // failpoints name a kind's crash points (docs/configuration.md).
 type failpoints struct{ afterKey, afterCall, beforeCommit string }
 
@@ -126,12 +147,12 @@ func keyAnswer(res idempotency.Result, subjectID string) (reply Reply, ok bool, 
 // at its first candidate, with the lock renewed (the create path's fast
 // acquisition): that call is not marked again, and it finishes in one round
 // trip if it can.
-func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub subject, pre *subject) (Reply, error) {
+func (s *Service) drive(ctx context.Context, k kind, by actor, lock idempotency.Lock, sub subject, pre *subject) (Reply, error) {
 	// From here on, work that may have charged (or refunded) must finish
 	// even if the client hangs up.
 	ctx = context.WithoutCancel(ctx)
 	if sub.status.Final() {
-		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: lifecycle.SourceAPI})
+		return s.finish(ctx, k, lock, change{id: sub.id, to: sub.status, source: by.source})
 	}
 	// One retry budget for every call of the request, from the first one
 	// (waits for the database before it do not count).
@@ -152,7 +173,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		committedPending := true
 		var err error
 		if !fast {
-			committedPending, err = s.markCalling(ctx, k, lock, sub, name)
+			committedPending, err = s.markCalling(ctx, k, by, lock, sub, name)
 		}
 		if err != nil {
 			if errors.Is(err, errLostLock) {
@@ -168,7 +189,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			defer cancel()
 		}
 		r := k.call(callCtx, sub, p)
-		c := change{id: sub.id, source: lifecycle.SourceAPI}
+		c := change{id: sub.id, source: by.source}
 		switch r.Outcome {
 		case provider.Succeeded:
 			failpoint.Hit(k.failpoints().afterCall)
@@ -184,7 +205,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 				return s.unavailable(ctx, lock)
 			}
 			s.log.Warn("provider call not sent; trying the next provider", k.name()+"_id", sub.id, "provider", name, "err", r.Err)
-			back, err := s.returnNotSent(ctx, k, lock, sub.id, name)
+			back, err := s.returnNotSent(ctx, k, by, lock, sub.id, name)
 			if err != nil {
 				if errors.Is(err, errLostLock) {
 					return s.current(ctx, k, sub.id) // sub.id: back is empty on an error
@@ -194,7 +215,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			if back.status != lifecycle.Created {
 				// Moved on meanwhile (a webhook made it final): it stays
 				// as it is, and the key ends as finish ends it for it.
-				return s.finish(ctx, k, lock, change{id: back.id, to: back.status, source: lifecycle.SourceAPI})
+				return s.finish(ctx, k, lock, change{id: back.id, to: back.status, source: by.source})
 			}
 			sub = back
 			continue
@@ -202,6 +223,7 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
 		}
+		c.reason = by.reason(c.reason)
 		if fast { // only payments take the fast path (createFast)
 			if reply, done, err := k.(charges).finishFast(ctx, lock, pending, c); done {
 				return reply, err
@@ -262,7 +284,7 @@ func unknownReason(err error) string {
 // the database (a pool connection, a row lock), the lock outlives the
 // provider call that starts now. committedPending reports whether this call
 // moved the subject from CREATED to PENDING.
-func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock, sub subject, providerName string) (committedPending bool, err error) {
+func (s *Service) markCalling(ctx context.Context, k kind, by actor, lock idempotency.Lock, sub subject, providerName string) (committedPending bool, err error) {
 	err = s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		if sub.status != lifecycle.Created {
 			if err := k.touch(ctx, tx, sub.id); err != nil {
@@ -271,7 +293,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 		} else {
 			now, ok, err := k.move(ctx, tx, change{
 				id: sub.id, to: lifecycle.Pending, provider: providerName,
-				source: lifecycle.SourceAPI, reason: "calling provider " + providerName,
+				source: by.source, reason: by.reason(lifecycle.ReasonCalling + providerName),
 			})
 			if err != nil {
 				return err
@@ -292,7 +314,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 		return false, err
 	}
 	if committedPending {
-		k.counted(lifecycle.Pending, lifecycle.SourceAPI)
+		k.counted(lifecycle.Pending, by.source)
 	}
 	return committedPending, nil
 }
@@ -302,7 +324,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 // that it may go to another provider, or stay CREATED if none is left. The
 // key stays held. A subject that is no longer PENDING (a webhook moved it
 // during the call) is left as it is and returned as it is.
-func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lock, id, providerName string) (subject, error) {
+func (s *Service) returnNotSent(ctx context.Context, k kind, by actor, lock idempotency.Lock, id, providerName string) (subject, error) {
 	var (
 		sub   subject
 		moved bool
@@ -310,8 +332,8 @@ func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lo
 	err := s.underLock(ctx, lock, func(tx pgx.Tx) error {
 		var err error
 		sub, moved, err = k.move(ctx, tx, change{
-			id: id, to: lifecycle.Created, source: lifecycle.SourceAPI,
-			reason: lifecycle.ReasonNotSent,
+			id: id, to: lifecycle.Created, source: by.source,
+			reason: by.reason(lifecycle.ReasonNotSent),
 		})
 		return err
 	})
@@ -319,7 +341,7 @@ func (s *Service) returnNotSent(ctx context.Context, k kind, lock idempotency.Lo
 		return subject{}, err
 	}
 	if moved {
-		k.counted(lifecycle.Created, lifecycle.SourceAPI)
+		k.counted(lifecycle.Created, by.source)
 	}
 	return sub, nil
 }

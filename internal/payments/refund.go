@@ -28,6 +28,10 @@ type RefundInput struct {
 	Amount         *int64 // nil: the payment's whole refundable rest
 	Reason         *string
 	Metadata       map[string]string
+	// Source is the source of the refund's audit rows ("": the API), and
+	// Operator the console's operator that their reasons name.
+	Source   lifecycle.Source
+	Operator string
 }
 
 // Refund runs one POST /v1/payments/{id}/refunds: the same key protocol and
@@ -35,6 +39,7 @@ type RefundInput struct {
 // payment and inserts the refund in its transaction; a refusal there (no
 // such payment, not refundable, more than the rest) keeps nothing.
 func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
+	by := actorOf(in.Source, in.Operator)
 	var (
 		created refunds.Refund
 		paid    attempts.Attempt // created's payment, as its reservation read it
@@ -45,6 +50,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 			created, paid, err = refunds.Create(ctx, tx, refunds.New{
 				ID: refundID, TenantID: in.TenantID, PaymentID: in.PaymentID, IdempotencyKey: in.IdempotencyKey,
 				Amount: in.Amount, Reason: in.Reason, Metadata: in.Metadata,
+				Source: by.source, AuditReason: by.reason("created"),
 			})
 			return err
 		})
@@ -65,7 +71,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	k := refundsKind{s}
 	var sub subject
 	if res.Created {
-		k.counted(lifecycle.Created, lifecycle.SourceAPI)
+		k.counted(lifecycle.Created, by.source)
 		failpoint.Hit(failpoint.RefundAfterKeyAcquired)
 		sub = refundSubject(created, paid)
 	} else {
@@ -75,7 +81,7 @@ func (s *Service) Refund(ctx context.Context, in RefundInput) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return s.drive(ctx, k, res.Lock, sub, nil)
+	return s.drive(ctx, k, by, res.Lock, sub, nil)
 }
 
 // refundsKind is the flow's kind for a refund.

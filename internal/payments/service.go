@@ -253,7 +253,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Reply, error) {
 				return Reply{}, err
 			}
 		}
-		return s.drive(ctx, k, res.Lock, paymentSubject(created), nil)
+		return s.drive(ctx, k, apiActor, res.Lock, paymentSubject(created), nil)
 	}
 	return Reply{}, errors.New("order guard kept changing under concurrent use")
 }

@@ -45,6 +45,9 @@ func (o SyncOutcome) String() string {
 // SyncOptions say how Sync treats what never reached the provider.
 type SyncOptions struct {
 	Source attempts.Source
+	// Operator is the console's operator that asked (named in the audit
+	// reason), "" for everyone else.
+	Operator string
 	// AbandonCreated fails a CREATED attempt (or refund) as "abandoned"
 	// without asking the provider (the reconciler, for those older than its
 	// min age).
@@ -96,6 +99,9 @@ func (s *Service) sync(ctx context.Context, k kind, id string, opt SyncOptions) 
 		return subject{}, 0, s.releaseAfter(ctx, lock, err)
 	}
 	c, outcome, err := s.learn(ctx, k, sub, opt)
+	if c != nil {
+		c.reason = lifecycle.ByOperator(c.reason, opt.Operator)
+	}
 	if err != nil || c == nil {
 		if rerr := s.releaseAfter(ctx, lock, nil); rerr != nil {
 			return sub, 0, rerr

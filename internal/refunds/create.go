@@ -18,6 +18,9 @@ type New struct {
 	Amount         *int64 // nil: the payment's whole refundable rest
 	Reason         *string
 	Metadata       map[string]string
+	// Source and AuditReason are those of its first audit row.
+	Source      lifecycle.Source
+	AuditReason string
 }
 
 // Create reserves the refund's amount on its payment and inserts the refund
@@ -46,7 +49,7 @@ func Create(ctx context.Context, tx db.DBTX, n New) (Refund, attempts.Attempt, e
 		return Refund{}, attempts.Attempt{}, translate(err)
 	}
 	err = db.Q.RefundEventInsert(ctx, tx, db.RefundEventInsertParams{
-		RefundID: row.ID, ToStatus: string(lifecycle.Created), Source: string(lifecycle.SourceAPI), Reason: "created",
+		RefundID: row.ID, ToStatus: string(lifecycle.Created), Source: string(n.Source), Reason: n.AuditReason,
 	})
 	if err != nil {
 		return Refund{}, attempts.Attempt{}, err
