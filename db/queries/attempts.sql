@@ -243,3 +243,13 @@ RETURNING *;
 
 -- name: AnomalyGetByID :one
 SELECT * FROM anomalies WHERE id = $1;
+
+-- AttemptListStuck is the oldest unresolved payments that have not moved
+-- for quiet_ms (the console's "needs attention"); it reads the partial
+-- index of unresolved attempts, so it costs the backlog.
+-- name: AttemptListStuck :many
+SELECT * FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+  AND updated_at < now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond'
+ORDER BY created_at, id
+LIMIT sqlc.arg(max_rows);

@@ -123,3 +123,17 @@ func NeedsReview(ctx context.Context, q db.DBTX) (int64, error) {
 	}
 	return n, nil
 }
+
+// Stuck returns up to limit of the oldest unresolved payments that have not
+// moved for quiet (a payment in flight moves within its retry budget).
+func Stuck(ctx context.Context, q db.DBTX, quiet time.Duration, limit int) ([]Attempt, error) {
+	rows, err := db.Q.AttemptListStuck(ctx, q, db.AttemptListStuckParams{QuietMs: quiet.Milliseconds(), MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out, nil
+}

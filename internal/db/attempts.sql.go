@@ -1030,6 +1030,64 @@ func (q *Queries) AttemptListPage(ctx context.Context, db DBTX, arg AttemptListP
 	return items, nil
 }
 
+const attemptListStuck = `-- name: AttemptListStuck :many
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+  AND updated_at < now() - $1::bigint * interval '1 millisecond'
+ORDER BY created_at, id
+LIMIT $2
+`
+
+type AttemptListStuckParams struct {
+	QuietMs int64
+	MaxRows int32
+}
+
+// AttemptListStuck is the oldest unresolved payments that have not moved
+// for quiet_ms (the console's "needs attention"); it reads the partial
+// index of unresolved attempts, so it costs the backlog.
+func (q *Queries) AttemptListStuck(ctx context.Context, db DBTX, arg AttemptListStuckParams) ([]PaymentAttempt, error) {
+	rows, err := db.Query(ctx, attemptListStuck, arg.QuietMs, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PaymentAttempt
+	for rows.Next() {
+		var i PaymentAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.OrderID,
+			&i.IdempotencyKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderChargeID,
+			&i.FailureCode,
+			&i.CheckCount,
+			&i.NextCheckAt,
+			&i.NeedsReview,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.AmountReserved,
+			&i.AmountRefunded,
+			&i.Route,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptQuietFor = `-- name: AttemptQuietFor :one
 SELECT (updated_at < now() - $1::bigint * interval '1 millisecond')::boolean AS quiet
 FROM payment_attempts WHERE id = $2

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -42,6 +43,12 @@ type Config struct {
 	AuthCacheTTL time.Duration
 	// PprofAddr serves net/http/pprof on its own listener ("": off).
 	PprofAddr string
+	// ConsoleAddr serves the operator console on its own listener
+	// (ConsoleOff: none); ConsoleSecureCookie marks its cookie Secure;
+	// ConsoleSessionTTL is a session's idle timeout.
+	ConsoleAddr         string
+	ConsoleSecureCookie bool
+	ConsoleSessionTTL   time.Duration
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -61,6 +68,9 @@ func Flags(s *envflag.Set) func() Config {
 	rateBurst := s.Int("TENANT_RATE_BURST", 0, "bucket size of TENANT_RATE_LIMIT (a tenant's bucket starts full); 0: max(1, ⌈2 × TENANT_RATE_LIMIT⌉)")
 	authTTL := s.Duration("AUTH_CACHE_TTL", tenants.DefaultCacheTTL, "how long a pod keeps an API key's tenant in memory (unknown keys: at most 2s): a revoked key keeps working for up to this long; 0s: ask the database on every request")
 	pprofAddr := s.String("PPROF_ADDR", "", "serve net/http/pprof (profiles) on this address, a listener of its own; keep it private; empty: off")
+	consoleAddr := s.String("CONSOLE_ADDR", "127.0.0.1:8081", "serve the operator console (/console/) on this address, a listener of its own, never the API's; off: none")
+	consoleSecure := s.Bool("CONSOLE_SECURE_COOKIE", false, "mark the console's session cookie Secure (on wherever the console is reached over HTTPS)")
+	consoleTTL := s.Duration("CONSOLE_SESSION_TTL", operators.DefaultIdleTimeout, "a console session ends after this long unused (and 24h after sign-in in any case)")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
@@ -69,6 +79,7 @@ func Flags(s *envflag.Set) func() Config {
 			ProviderWebhookSecrets: map[string][]string{},
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
 			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr,
+			ConsoleAddr: *consoleAddr, ConsoleSecureCookie: *consoleSecure, ConsoleSessionTTL: *consoleTTL,
 		}
 		for _, p := range c.Providers {
 			c.ProviderWebhookSecrets[p.Name] = c.WebhookSecrets

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/ratelimit"
@@ -53,6 +54,12 @@ func (c Config) Validate() error {
 	}
 	if c.AuthCacheTTL < 0 {
 		return fmt.Errorf("AUTH_CACHE_TTL (%s) must not be negative", c.AuthCacheTTL)
+	}
+	if c.ConsoleAddr == "" {
+		return errors.New("CONSOLE_ADDR is empty: name an address, or off for no console")
+	}
+	if c.ConsoleSessionTTL <= 0 || c.ConsoleSessionTTL > operators.Lifetime {
+		return fmt.Errorf("CONSOLE_SESSION_TTL (%s) must be positive and at most %s (a session's absolute lifetime)", c.ConsoleSessionTTL, operators.Lifetime)
 	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
@@ -113,6 +120,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
+
+	stopConsole, err := serveConsole(cfg, a, log)
+	if err != nil {
+		return err
+	}
+	defer func() { stopConsole(cfg.ShutdownTimeout) }()
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
