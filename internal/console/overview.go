@@ -40,7 +40,6 @@ type overviewData struct {
 	Outbox            int
 	DeliveriesFailing int64
 	Stuck             []attempts.Attempt
-	StuckAfter        time.Duration
 }
 
 // overview is /console/: the last 24 h per status and hour, and what needs
@@ -51,7 +50,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	d := overviewData{StuckAfter: stuckAfter}
+	var d overviewData
 	counts, err := attempts.CountCreatedSince(ctx, s.Pool, overviewWindow)
 	if err != nil {
 		s.internal(w, r, err)

@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/acme/paymentsvc/internal/operators"
@@ -54,7 +53,14 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
-	"itoa": func(n int64) string { return strconv.FormatInt(n, 10) },
+	// ago is how long ago t was, to the second (to the minute past an hour).
+	"ago": func(t time.Time) string {
+		d := time.Since(t)
+		if d >= time.Hour {
+			return d.Truncate(time.Minute).String()
+		}
+		return d.Truncate(time.Second).String()
+	},
 }
 
 // flash is the outcome of an action, shown at the top of the page.
