@@ -100,9 +100,7 @@ func TestOverviewSearchAndAPaymentsPage(t *testing.T) {
 	require.Equal(t, http.StatusPaymentRequired, declined.Status)
 	stuck := testdb.Attempt(t, s.db.Pool, testdb.AttemptOpts{TenantID: s.tenant.ID, OrderID: "order-1005", Status: lifecycle.Unknown,
 		Provider: "sim", Age: 20 * time.Minute, CheckCount: 6, NeedsReview: true})
-	op := s.operator(t, "viewer")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "viewer")
 	want := map[string]string{"CREATED": "0", "PENDING": "0", "AUTHORIZED": "0", "SUCCEEDED": "3", "CANCELED": "0", "FAILED": "1", "UNKNOWN": "1"}
 	for st, n := range want {
 		require.Equal(t, n, b.text("count-"+st), st)
@@ -152,9 +150,7 @@ func TestSyncOfAnUnknownPayment(t *testing.T) {
 	require.Equal(t, "UNKNOWN", r.Str("status"))
 	s.sim.ClearFaults(t)
 	id := r.Str("id")
-	op := s.operator(t, "operator")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	op, b := s.signedIn(t, "operator")
 	b.open(paymentPath(id))
 	require.Equal(t, "UNKNOWN", b.text("payment-status"))
 	require.False(t, b.hasButton("Refund"), "nothing to refund yet")
@@ -174,9 +170,7 @@ func TestRefundSubmittedTwice(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
 	id := s.succeeded(t, "order-refund", 1800, nil)
-	op := s.operator(t, "operator")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	op, b := s.signedIn(t, "operator")
 	b.open(paymentPath(id))
 	b.fill("Amount", "500")
 	b.do(setSelect("refund-reason", "duplicate"))
@@ -203,9 +197,7 @@ func TestViewerSeesNoActionsAndIsRefused(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
 	id := s.succeeded(t, "order-viewer", 700, nil)
-	op := s.operator(t, "viewer")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "viewer")
 	b.open(paymentPath(id))
 	for _, button := range []string{"Refund", "Sync with provider"} {
 		require.False(t, b.hasButton(button), button)
@@ -226,9 +218,7 @@ func TestCSRFRefusal(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
 	id := s.succeeded(t, "order-csrf", 900, nil)
-	op := s.operator(t, "operator")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "operator")
 	b.open(paymentPath(id))
 	path := paymentPath(id) + "/refunds"
 	require.Equal(t, http.StatusForbidden, b.post(path, map[string]string{"idempotency_key": "k1", "amount": "100"}))
@@ -245,9 +235,7 @@ func TestOriginRefusal(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
 	id := s.succeeded(t, "order-origin", 900, nil)
-	op := s.operator(t, "operator")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "operator")
 	b.open(paymentPath(id))
 	token := b.csrf()
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -272,9 +260,7 @@ func TestTextFromTenantsIsShownAsText(t *testing.T) {
 	desc := `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`
 	meta := `<b>bold</b><svg onload="document.title='pwned'"></svg>`
 	id := s.succeeded(t, "order-xss", 500, map[string]any{"description": desc, "metadata": map[string]string{"<i>k</i>": meta}})
-	op := s.operator(t, "viewer")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "viewer")
 	b.open(paymentPath(id))
 	require.Equal(t, desc, b.text("payment-description"))
 	require.Zero(t, eval[int](b, `document.querySelectorAll('[data-testid=payment-description] *').length`), "no element made of it")
@@ -289,9 +275,7 @@ func TestTextFromTenantsIsShownAsText(t *testing.T) {
 func TestSessionIdleExpiry(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, "CONSOLE_SESSION_TTL=2s")
-	op := s.operator(t, "viewer")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	_, b := s.signedIn(t, "viewer")
 	b.open("/console/payments")
 	require.Equal(t, "/console/payments", b.location())
 	testkit.Eventually(t, time.Minute, "the session unused for 2s", func() bool {
@@ -306,9 +290,7 @@ func TestSessionIdleExpiry(t *testing.T) {
 func TestDisableEndsSessions(t *testing.T) {
 	t.Parallel()
 	s := startStack(t)
-	op := s.operator(t, "admin")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	op, b := s.signedIn(t, "admin")
 	_, errOut, code := s.paymentsvc(t, "operator", "disable", "--email", op.Email)
 	require.Equal(t, 0, code, errOut)
 	b.open("/console/")
@@ -328,9 +310,7 @@ func TestAnomaliesAndTenants(t *testing.T) {
 	id := s.succeeded(t, "order-anomaly", 1500, nil)
 	testdb.Anomaly(t, s.db.Pool, attempts.Anomaly{Kind: "conflicting_report", AttemptID: id, Source: attempts.SourceWebhook,
 		Detail: map[string]any{"status": "SUCCEEDED", "reported": "FAILED", "reason": "charge.failed after charge.succeeded"}})
-	op := s.operator(t, "admin")
-	b := newBrowser(t, s.console)
-	b.signIn(op.Email, op.Password)
+	op, b := s.signedIn(t, "admin")
 	require.Equal(t, "1", b.text("count-anomalies"))
 	b.open("/console/anomalies")
 	require.Equal(t, 1, b.count("anomaly-row"))

@@ -70,6 +70,16 @@ func (s *stack) operator(t *testing.T, role string) operator {
 	return op
 }
 
+// signedIn makes an operator with role and a browser signed in as it, on
+// the overview.
+func (s *stack) signedIn(t *testing.T, role string) (operator, *browser) {
+	t.Helper()
+	op := s.operator(t, role)
+	b := newBrowser(t, s.console)
+	b.signIn(op.Email, op.Password)
+	return op, b
+}
+
 // pay makes a payment through the tenant API and returns its answer.
 func (s *stack) pay(t *testing.T, orderID string, amount int64, extra map[string]any) apiclient.Response {
 	t.Helper()

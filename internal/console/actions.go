@@ -34,12 +34,8 @@ func formKey(r *http.Request) string { return strings.TrimSpace(r.PostFormValue(
 func (s *server) syncPayment(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	op := sessionOf(r.Context()).Operator
-	p, err := attempts.Get(r.Context(), s.Pool, id)
-	if errors.Is(err, attempts.ErrNotFound) {
-		s.fail(w, r, http.StatusNotFound, "There is no payment "+id+".")
-		return
-	} else if err != nil {
-		s.internal(w, r, err)
+	p, ok := s.payment(w, r, id)
+	if !ok {
 		return
 	}
 	if p.Status != lifecycle.Pending && p.Status != lifecycle.Unknown {
@@ -63,6 +59,20 @@ func (s *server) syncPayment(w http.ResponseWriter, r *http.Request) {
 		f.OK, f.Text = true, fmt.Sprintf("Synced with provider: the payment went from %s to %s.", p.Status, after.Status)
 	}
 	s.showPayment(w, r, status, &f)
+}
+
+// payment reads payment id for an action; false (answered) if there is
+// none or it cannot be read.
+func (s *server) payment(w http.ResponseWriter, r *http.Request, id string) (attempts.Attempt, bool) {
+	p, err := attempts.Get(r.Context(), s.Pool, id)
+	if errors.Is(err, attempts.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "There is no payment "+id+".")
+		return p, false
+	} else if err != nil {
+		s.internal(w, r, err)
+		return p, false
+	}
+	return p, true
 }
 
 // refundReasons are the reasons a refund may give (as in the API).
@@ -89,12 +99,8 @@ func (s *server) refundPayment(w http.ResponseWriter, r *http.Request) {
 		s.showPayment(w, r, http.StatusBadRequest, &flash{Text: "Reason must be one of " + strings.Join(refundReasons, ", ") + "."})
 		return
 	}
-	p, err := attempts.Get(r.Context(), s.Pool, id)
-	if errors.Is(err, attempts.ErrNotFound) {
-		s.fail(w, r, http.StatusNotFound, "There is no payment "+id+".")
-		return
-	} else if err != nil {
-		s.internal(w, r, err)
+	p, ok := s.payment(w, r, id)
+	if !ok {
 		return
 	}
 	in, err := refundInput(p, "console_"+key, amount, reason)
