@@ -38,6 +38,13 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
+	if old, err := r.Cookie(CookieName); err == nil && old.Value != "" {
+		// The browser's session from before, if any, ends: one browser,
+		// one session, never the old id again.
+		if err := s.Sessions.SignOut(r.Context(), old.Value); err != nil {
+			log.WarnContext(r.Context(), "console: ending the session from before the sign-in", "err", err)
+		}
+	}
 	log.InfoContext(r.Context(), "console: signed in", "role", sess.Operator.Role)
 	http.SetCookie(w, s.cookie(sess.Token, 0))
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)

@@ -136,6 +136,13 @@ func TestSignIn(t *testing.T) {
 	home := a.get("/console/")
 	require.Equal(t, http.StatusOK, home.status)
 	require.Contains(t, home.body, op.Email)
+	before := a.client.Jar.Cookies(mustURL(t, b.srv.URL+"/console/"))
+	again := a.post("/console/login", url.Values{"email": {op.Email}, "password": {op.Password}}, nil)
+	require.Equal(t, http.StatusSeeOther, again.status)
+	require.NotContains(t, again.header.Get("Set-Cookie"), before[0].Value, "a new id at every sign-in")
+	stale := b.agent()
+	stale.client.Jar.SetCookies(mustURL(t, b.srv.URL+"/console/"), before)
+	require.Equal(t, http.StatusSeeOther, stale.get("/console/").status, "the session from before the sign-in ended")
 
 	for range 5 {
 		require.Equal(t, http.StatusUnauthorized, a.post("/console/login", url.Values{"email": {op.Email}, "password": {"nope"}}, nil).status)
