@@ -326,7 +326,11 @@ func TestProcessInUseRetryAfterHonoured(t *testing.T) {
 	s := newStack(t, "SIM_LATENCY=2500ms")
 	pod := s.pod(t, "paymentsvc", shortTimings(6*time.Second, "PROVIDER_CALL_TIMEOUT=4s", "PROVIDER_RETRY_BUDGET=1s")...)
 	cfg := processConfig()
-	cfg.TryTimeout, cfg.MinBackoff, cfg.MaxBackoff = 200*time.Millisecond, 10*time.Millisecond, 20*time.Millisecond
+	// The first try must hold the key before it gives up: on a loaded
+	// machine the acquisition alone took more than 200ms, and a first try
+	// that died inside it left the key locked with no call running (a second
+	// 409). A second is room for that, and still far less than the 2.5s call.
+	cfg.TryTimeout, cfg.MinBackoff, cfg.MaxBackoff = time.Second, 10*time.Millisecond, 20*time.Millisecond
 	c, rec := s.client(t, cfg, pod.URL())
 	key := client.NewKey()
 

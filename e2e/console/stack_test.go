@@ -35,7 +35,9 @@ func startStack(t *testing.T, env ...string) *stack {
 	s.console = "http://" + addr
 	s.pod = proctest.StartPod(t, proctest.PodOptions{
 		DatabaseURL: s.db.URL, ProviderURL: s.sim.URL(),
-		Env: append([]string{"CONSOLE_ADDR=" + addr, "PROVIDER_CALL_TIMEOUT=300ms", "PROVIDER_RETRY_BUDGET=500ms", "IDEMPOTENCY_LOCK_TTL=2s"}, env...),
+		// Provider timings with room for a loaded machine: a call that
+		// times out before it is sent would answer 503, not the payment.
+		Env: append([]string{"CONSOLE_ADDR=" + addr, "PROVIDER_CALL_TIMEOUT=5s", "PROVIDER_RETRY_BUDGET=2s", "IDEMPOTENCY_LOCK_TTL=10s"}, env...),
 	})
 	s.tenant = proctest.CreateTenant(t, s.db.URL, "Corner Coffee")
 	s.api = proctest.NewClient(s.pod.URL(), s.tenant.APIKey)

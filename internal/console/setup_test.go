@@ -18,6 +18,7 @@ import (
 	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
 )
@@ -41,9 +42,12 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	d := testdb.New(t)
 	b := &bundle{t: t, pool: d.Pool, sim: proctest.ServeSim(t, providersim.Config{APIKey: simAPIKey}, nil)}
-	svc, err := payments.NewService(d.Pool, b.sim.Provider(simAPIKey, proctest.FastProvider), payments.Config{
-		LockTTL: 2 * time.Second, KeyTTL: time.Hour, CallTimeout: 300 * time.Millisecond, RetryBudget: 500 * time.Millisecond,
-	}, nil)
+	// Timings with room for a loaded machine: no test here waits for a
+	// lock to expire or a call to time out.
+	cfg := payments.Config{LockTTL: 10 * time.Second, KeyTTL: time.Hour, CallTimeout: 5 * time.Second, RetryBudget: 2 * time.Second}
+	svc, err := payments.NewService(d.Pool, b.sim.Provider(simAPIKey, provider.Config{
+		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget, BreakerFailures: 5, BreakerCooldown: time.Minute,
+	}), cfg, nil)
 	require.NoError(t, err)
 	b.svc = svc
 	tn := testdb.Tenant(t, d.Pool, testdb.TenantOpts{Name: "shop"})
