@@ -35,9 +35,11 @@ func startStack(t *testing.T, env ...string) *stack {
 	s.console = "http://" + addr
 	s.pod = proctest.StartPod(t, proctest.PodOptions{
 		DatabaseURL: s.db.URL, ProviderURL: s.sim.URL(),
-		// Provider timings with room for a loaded machine: a call that
-		// times out before it is sent would answer 503, not the payment.
-		Env: append([]string{"CONSOLE_ADDR=" + addr, "PROVIDER_CALL_TIMEOUT=5s", "PROVIDER_RETRY_BUDGET=2s", "IDEMPOTENCY_LOCK_TTL=10s"}, env...),
+		// Provider timings with room for a loaded machine (a call that
+		// times out before it is sent would answer 503, not the payment),
+		// and a breaker that the tries of a lost answer do not open.
+		Env: append([]string{"CONSOLE_ADDR=" + addr, "PROVIDER_CALL_TIMEOUT=5s", "PROVIDER_RETRY_BUDGET=2s", "IDEMPOTENCY_LOCK_TTL=10s",
+			"PROVIDER_BREAKER_FAILURES=1000"}, env...),
 	})
 	s.tenant = proctest.CreateTenant(t, s.db.URL, "Corner Coffee")
 	s.api = proctest.NewClient(s.pod.URL(), s.tenant.APIKey)

@@ -43,10 +43,12 @@ func setup(t *testing.T) *bundle {
 	d := testdb.New(t)
 	b := &bundle{t: t, pool: d.Pool, sim: proctest.ServeSim(t, providersim.Config{APIKey: simAPIKey}, nil)}
 	// Timings with room for a loaded machine: no test here waits for a
-	// lock to expire or a call to time out.
+	// lock to expire or a call to time out; and a breaker that does not
+	// open on the failed tries of a lost answer (the sync that follows
+	// must reach the provider).
 	cfg := payments.Config{LockTTL: 10 * time.Second, KeyTTL: time.Hour, CallTimeout: 5 * time.Second, RetryBudget: 2 * time.Second}
 	svc, err := payments.NewService(d.Pool, b.sim.Provider(simAPIKey, provider.Config{
-		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget, BreakerFailures: 5, BreakerCooldown: time.Minute,
+		CallTimeout: cfg.CallTimeout, RetryBudget: cfg.RetryBudget, BreakerFailures: 1000, BreakerCooldown: time.Minute,
 	}), cfg, nil)
 	require.NoError(t, err)
 	b.svc = svc
