@@ -12,8 +12,9 @@ USER nonroot
 # In a container the services listen on every interface (the binaries'
 # defaults are loopback-only, for a developer's machine).
 ENV HTTP_ADDR=0.0.0.0:8080 \
+    CONSOLE_ADDR=0.0.0.0:8081 \
     SIM_ADDR=0.0.0.0:9300
-EXPOSE 8080 9300
+EXPOSE 8080 8081 9300
 # Distroless has no shell and no curl: paymentsvc checks itself (GET
 # /healthz on HTTP_ADDR). Containers running the simulator or the
 # reconciler override or disable it (see docker-compose.yml).

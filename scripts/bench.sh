@@ -73,7 +73,7 @@ fi
 DATABASE_URL="$DBURL" HTTP_ADDR="$HTTP_ADDR" PROVIDER_URL="http://$SIM_ADDR" PROVIDER_API_KEY=sk_sim \
 	AUTO_MIGRATE=false OUTBOX_RELAY="$RELAY" NATS_URL="$nats_url" TENANT_RATE_LIMIT=0 SHUTDOWN_DRAIN_DELAY=0s \
 	PPROF_ADDR="${BENCH_PPROF_ADDR:-}" \
-	bin/paymentsvc serve >"$OUT/paymentsvc.log" 2>&1 &
+	CONSOLE_ADDR=off bin/paymentsvc serve >"$OUT/paymentsvc.log" 2>&1 &
 svc=$!
 pids+=($svc)
 for _ in $(seq 1 100); do

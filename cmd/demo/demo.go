@@ -204,6 +204,7 @@ func (d *Demo) startProc(ctx context.Context, name, bin string, args, env []stri
 func (d *Demo) startPod(ctx context.Context, name string, extra ...string) (pod, error) {
 	env := append([]string{
 		"HTTP_ADDR=127.0.0.1:0",
+		"CONSOLE_ADDR=off", // pods side by side: none binds the console's default port
 		"DATABASE_URL=" + d.dbURL,
 		"PROVIDERS=" + providerA + "=" + d.sim.URL() + "," + providerB + "=" + d.simB.URL(),
 	}, podTimings...)

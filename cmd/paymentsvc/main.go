@@ -1,8 +1,9 @@
 // Command paymentsvc is the payment-orchestration service: `serve` (the
 // default) runs the HTTP API, webhooks and the outbox relay; `migrate`
 // applies migrations; `tenant create --name NAME` makes a tenant and prints
-// its API key once; `healthcheck` asks a running one for /healthz (the
-// container image's HEALTHCHECK).
+// its API key once; `operator create|disable` manages the console's
+// operators; `healthcheck` asks a running one for /healthz (the container
+// image's HEALTHCHECK).
 package main
 
 import (
@@ -26,6 +27,11 @@ const usage = `Usage:
   paymentsvc [serve] [flags]              run the service (default)
   paymentsvc migrate [flags]              apply pending migrations and exit
   paymentsvc tenant create --name NAME    create a tenant; prints its API key once
+  paymentsvc operator create --email E --role viewer|operator|admin
+                                          create a console operator; prints
+                                          {"email","role","password"}: the password once
+  paymentsvc operator disable --email E   disable an operator: its sessions end at once
+                                          and it cannot sign in again
   paymentsvc healthcheck [--url URL]      GET http://HTTP_ADDR/healthz (a wildcard host
                                           means 127.0.0.1), or URL; exit 0 if it answers
                                           200, else 1 (for container HEALTHCHECKs)
@@ -48,18 +54,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
-	if cmd == "tenant" {
+	sub := ""
+	switch cmd {
+	case "tenant":
 		if len(args) == 0 || args[0] != "create" {
 			fmt.Fprintln(stderr, "usage: paymentsvc tenant create --name NAME")
 			return 2
 		}
 		args = args[1:]
+	case "operator":
+		if len(args) == 0 || (args[0] != "create" && args[0] != "disable") {
+			fmt.Fprintln(stderr, operatorUsage)
+			return 2
+		}
+		sub, args = args[0], args[1:]
 	}
 	set := envflag.New("paymentsvc")
 	set.SetUsageHeader(usage)
 	config := server.Flags(set)
 	name := set.FlagSet().String("name", "", "tenant name (tenant create)")
 	checkURL := set.FlagSet().String("url", "", "URL to GET instead of http://HTTP_ADDR/healthz (healthcheck)")
+	email := set.FlagSet().String("email", "", "the operator's email (operator create|disable)")
+	role := set.FlagSet().String("role", "", "the operator's role: viewer, operator or admin (operator create)")
 	if err := set.Parse(args, stderr); err != nil {
 		return envflag.ExitCode(err)
 	}
@@ -105,6 +121,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		_ = json.NewEncoder(stdout).Encode(t)
+	case "operator":
+		return operator(ctx, cfg.DatabaseURL, cfg.AutoMigrate, sub, *email, *role, stdout, stderr, log)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n", cmd)
 		set.FlagSet().SetOutput(stderr)

@@ -32,6 +32,8 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 	bin := proctest.Build(t).PaymentSvc
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// No console unless the test asks for one: tests run side by side.
+	env = append([]string{"CONSOLE_ADDR=off"}, env...)
 	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
 	require.NoError(t, err, "paymentsvc %v", args)
 	return stdout, stderr, code
@@ -352,7 +354,7 @@ func TestTwoServesStartTogetherOnEmptyDatabase(t *testing.T) {
 	bin := proctest.Build(t).PaymentSvc
 	url := testdb.NewEmpty(t)
 	env := []string{
-		"DATABASE_URL=" + url, "HTTP_ADDR=127.0.0.1:0",
+		"DATABASE_URL=" + url, "HTTP_ADDR=127.0.0.1:0", "CONSOLE_ADDR=off",
 		"PROVIDER_URL=" + testkit.RefusedURL(t, "http"), "OUTBOX_RELAY=off",
 	}
 	// childproc.Start waits for each pod's "listening" line (up to its

@@ -196,3 +196,75 @@ WITH moved AS (
     SELECT moved.id, sqlc.arg(from_status)::text, sqlc.arg(to_status)::text, 'api', sqlc.arg(reason)::text FROM moved
 )
 SELECT * FROM moved;
+
+-- The console's reads (internal/attempts/console.go).
+
+-- AttemptCountByStatusSince counts the payments created since since_ms ago,
+-- per status (statuses without payments are absent); a range of
+-- payment_attempts_created_idx.
+-- name: AttemptCountByStatusSince :many
+SELECT status, count(*)::bigint AS n
+FROM payment_attempts
+WHERE created_at > now() - sqlc.arg(since_ms)::bigint * interval '1 millisecond'
+GROUP BY status;
+
+-- AttemptHourlyByStatus counts the payments created since since_ms ago per
+-- hour of creation (UTC) and status.
+-- name: AttemptHourlyByStatus :many
+SELECT date_trunc('hour', created_at, 'UTC')::timestamptz AS hour, status, count(*)::bigint AS n
+FROM payment_attempts
+WHERE created_at > now() - sqlc.arg(since_ms)::bigint * interval '1 millisecond'
+GROUP BY 1, 2
+ORDER BY 1, 2;
+
+-- AttemptSearchPage is one page of every tenant's payments, newest first
+-- (keyset on payment_attempts_created_idx), optionally of one status and
+-- one tenant, and optionally only those whose id, order id or provider
+-- charge id is q exactly.
+-- name: AttemptSearchPage :many
+SELECT * FROM payment_attempts
+WHERE (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status)::text)
+  AND (sqlc.narg(tenant_id)::text IS NULL OR tenant_id = sqlc.narg(tenant_id)::text)
+  AND (sqlc.narg(q)::text IS NULL
+       OR id = sqlc.narg(q)::text OR order_id = sqlc.narg(q)::text OR provider_charge_id = sqlc.narg(q)::text)
+  AND (NOT sqlc.arg(has_cursor)::boolean
+       OR (created_at, id) < (sqlc.arg(before_created_at)::timestamptz, sqlc.arg(before_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: AnomalyListOpen :many
+SELECT * FROM anomalies WHERE resolved_at IS NULL
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: AnomalyListResolved :many
+SELECT * FROM anomalies WHERE resolved_at IS NOT NULL
+ORDER BY resolved_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: AnomalyListForAttempt :many
+SELECT * FROM anomalies WHERE attempt_id = $1 ORDER BY created_at, id;
+
+-- name: AnomalyCountOpen :one
+SELECT count(*)::bigint FROM anomalies WHERE resolved_at IS NULL;
+
+-- AnomalyResolve resolves an open anomaly; no row when it is resolved
+-- already (or does not exist), so a form sent twice resolves it once.
+-- name: AnomalyResolve :one
+UPDATE anomalies
+SET resolved_at = now(), resolved_by = sqlc.arg(resolved_by), resolution_note = sqlc.arg(note)
+WHERE id = sqlc.arg(id) AND resolved_at IS NULL
+RETURNING *;
+
+-- name: AnomalyGetByID :one
+SELECT * FROM anomalies WHERE id = $1;
+
+-- AttemptListStuck is the oldest unresolved payments that have not moved
+-- for quiet_ms (the console's "needs attention"); it reads the partial
+-- index of unresolved attempts, so it costs the backlog.
+-- name: AttemptListStuck :many
+SELECT * FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+  AND updated_at < now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond'
+ORDER BY created_at, id
+LIMIT sqlc.arg(max_rows);

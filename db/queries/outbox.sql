@@ -101,3 +101,11 @@ WITH ins AS (
     RETURNING 1
 )
 SELECT count(*) FROM (SELECT pg_notify('outbox', '') FROM ins) AS notified;
+
+-- OutboxListByPayment is every event written for a payment and its refunds,
+-- oldest first, with whether it was published (the console's payment page).
+-- name: OutboxListByPayment :many
+SELECT id, type, subject, subject_id, created_at, published_at, publish_attempts, last_error
+FROM outbox
+WHERE payment_id = $1
+ORDER BY created_at, id;

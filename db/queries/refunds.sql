@@ -88,3 +88,14 @@ WHERE id = sqlc.arg(id) AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
 UPDATE refunds
 SET next_check_at = now() + sqlc.arg(delay_ms)::bigint * interval '1 millisecond'
 WHERE id = ANY (sqlc.arg(ids)::text[]) AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
+
+-- name: RefundListByPayment :many
+SELECT * FROM refunds WHERE payment_id = $1 ORDER BY created_at, id LIMIT sqlc.arg(max_rows);
+
+-- RefundEventListByPayment is the audit of every refund of a payment, oldest
+-- first (the console's timeline).
+-- name: RefundEventListByPayment :many
+SELECT e.* FROM refund_events AS e
+JOIN refunds AS r ON r.id = e.refund_id
+WHERE r.payment_id = $1
+ORDER BY e.created_at, e.id;

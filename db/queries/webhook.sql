@@ -31,3 +31,11 @@ WHERE (provider, event_id) IN (
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE SKIP LOCKED
 );
+
+-- WebhookEventListByAttempt is every provider webhook recorded for a
+-- payment, oldest first (the console's payment page).
+-- name: WebhookEventListByAttempt :many
+SELECT provider, event_id, type, charge_id, outcome, received_at
+FROM webhook_events
+WHERE attempt_id = $1
+ORDER BY received_at, event_id;

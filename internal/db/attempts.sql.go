@@ -11,6 +11,40 @@ import (
 	"time"
 )
 
+const anomalyCountOpen = `-- name: AnomalyCountOpen :one
+SELECT count(*)::bigint FROM anomalies WHERE resolved_at IS NULL
+`
+
+func (q *Queries) AnomalyCountOpen(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, anomalyCountOpen)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const anomalyGetByID = `-- name: AnomalyGetByID :one
+SELECT id, kind, attempt_id, charge_id, source, detail, dedupe_key, created_at, resolved_at, resolved_by, resolution_note FROM anomalies WHERE id = $1
+`
+
+func (q *Queries) AnomalyGetByID(ctx context.Context, db DBTX, id int64) (Anomaly, error) {
+	row := db.QueryRow(ctx, anomalyGetByID, id)
+	var i Anomaly
+	err := row.Scan(
+		&i.ID,
+		&i.Kind,
+		&i.AttemptID,
+		&i.ChargeID,
+		&i.Source,
+		&i.Detail,
+		&i.DedupeKey,
+		&i.CreatedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.ResolutionNote,
+	)
+	return i, err
+}
+
 const anomalyInsert = `-- name: AnomalyInsert :exec
 INSERT INTO anomalies (kind, attempt_id, charge_id, source, detail, dedupe_key)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -36,6 +70,152 @@ func (q *Queries) AnomalyInsert(ctx context.Context, db DBTX, arg AnomalyInsertP
 		arg.DedupeKey,
 	)
 	return err
+}
+
+const anomalyListForAttempt = `-- name: AnomalyListForAttempt :many
+SELECT id, kind, attempt_id, charge_id, source, detail, dedupe_key, created_at, resolved_at, resolved_by, resolution_note FROM anomalies WHERE attempt_id = $1 ORDER BY created_at, id
+`
+
+func (q *Queries) AnomalyListForAttempt(ctx context.Context, db DBTX, attemptID *string) ([]Anomaly, error) {
+	rows, err := db.Query(ctx, anomalyListForAttempt, attemptID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Anomaly
+	for rows.Next() {
+		var i Anomaly
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.AttemptID,
+			&i.ChargeID,
+			&i.Source,
+			&i.Detail,
+			&i.DedupeKey,
+			&i.CreatedAt,
+			&i.ResolvedAt,
+			&i.ResolvedBy,
+			&i.ResolutionNote,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const anomalyListOpen = `-- name: AnomalyListOpen :many
+SELECT id, kind, attempt_id, charge_id, source, detail, dedupe_key, created_at, resolved_at, resolved_by, resolution_note FROM anomalies WHERE resolved_at IS NULL
+ORDER BY created_at DESC, id DESC
+LIMIT $1
+`
+
+func (q *Queries) AnomalyListOpen(ctx context.Context, db DBTX, maxRows int32) ([]Anomaly, error) {
+	rows, err := db.Query(ctx, anomalyListOpen, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Anomaly
+	for rows.Next() {
+		var i Anomaly
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.AttemptID,
+			&i.ChargeID,
+			&i.Source,
+			&i.Detail,
+			&i.DedupeKey,
+			&i.CreatedAt,
+			&i.ResolvedAt,
+			&i.ResolvedBy,
+			&i.ResolutionNote,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const anomalyListResolved = `-- name: AnomalyListResolved :many
+SELECT id, kind, attempt_id, charge_id, source, detail, dedupe_key, created_at, resolved_at, resolved_by, resolution_note FROM anomalies WHERE resolved_at IS NOT NULL
+ORDER BY resolved_at DESC, id DESC
+LIMIT $1
+`
+
+func (q *Queries) AnomalyListResolved(ctx context.Context, db DBTX, maxRows int32) ([]Anomaly, error) {
+	rows, err := db.Query(ctx, anomalyListResolved, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Anomaly
+	for rows.Next() {
+		var i Anomaly
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.AttemptID,
+			&i.ChargeID,
+			&i.Source,
+			&i.Detail,
+			&i.DedupeKey,
+			&i.CreatedAt,
+			&i.ResolvedAt,
+			&i.ResolvedBy,
+			&i.ResolutionNote,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const anomalyResolve = `-- name: AnomalyResolve :one
+UPDATE anomalies
+SET resolved_at = now(), resolved_by = $1, resolution_note = $2
+WHERE id = $3 AND resolved_at IS NULL
+RETURNING id, kind, attempt_id, charge_id, source, detail, dedupe_key, created_at, resolved_at, resolved_by, resolution_note
+`
+
+type AnomalyResolveParams struct {
+	ResolvedBy *string
+	Note       *string
+	ID         int64
+}
+
+// AnomalyResolve resolves an open anomaly; no row when it is resolved
+// already (or does not exist), so a form sent twice resolves it once.
+func (q *Queries) AnomalyResolve(ctx context.Context, db DBTX, arg AnomalyResolveParams) (Anomaly, error) {
+	row := db.QueryRow(ctx, anomalyResolve, arg.ResolvedBy, arg.Note, arg.ID)
+	var i Anomaly
+	err := row.Scan(
+		&i.ID,
+		&i.Kind,
+		&i.AttemptID,
+		&i.ChargeID,
+		&i.Source,
+		&i.Detail,
+		&i.DedupeKey,
+		&i.CreatedAt,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.ResolutionNote,
+	)
+	return i, err
 }
 
 const attemptAddRefunded = `-- name: AttemptAddRefunded :one
@@ -98,6 +278,43 @@ func (q *Queries) AttemptBacklogByStatus(ctx context.Context, db DBTX) ([]Attemp
 			&i.NeedsReview,
 			&i.OldestSeconds,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attemptCountByStatusSince = `-- name: AttemptCountByStatusSince :many
+
+SELECT status, count(*)::bigint AS n
+FROM payment_attempts
+WHERE created_at > now() - $1::bigint * interval '1 millisecond'
+GROUP BY status
+`
+
+type AttemptCountByStatusSinceRow struct {
+	Status string
+	N      int64
+}
+
+// The console's reads (internal/attempts/console.go).
+// AttemptCountByStatusSince counts the payments created since since_ms ago,
+// per status (statuses without payments are absent); a range of
+// payment_attempts_created_idx.
+func (q *Queries) AttemptCountByStatusSince(ctx context.Context, db DBTX, sinceMs int64) ([]AttemptCountByStatusSinceRow, error) {
+	rows, err := db.Query(ctx, attemptCountByStatusSince, sinceMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptCountByStatusSinceRow
+	for rows.Next() {
+		var i AttemptCountByStatusSinceRow
+		if err := rows.Scan(&i.Status, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -522,6 +739,42 @@ func (q *Queries) AttemptGetLiveForOrder(ctx context.Context, db DBTX, arg Attem
 	return i, err
 }
 
+const attemptHourlyByStatus = `-- name: AttemptHourlyByStatus :many
+SELECT date_trunc('hour', created_at, 'UTC')::timestamptz AS hour, status, count(*)::bigint AS n
+FROM payment_attempts
+WHERE created_at > now() - $1::bigint * interval '1 millisecond'
+GROUP BY 1, 2
+ORDER BY 1, 2
+`
+
+type AttemptHourlyByStatusRow struct {
+	Hour   time.Time
+	Status string
+	N      int64
+}
+
+// AttemptHourlyByStatus counts the payments created since since_ms ago per
+// hour of creation (UTC) and status.
+func (q *Queries) AttemptHourlyByStatus(ctx context.Context, db DBTX, sinceMs int64) ([]AttemptHourlyByStatusRow, error) {
+	rows, err := db.Query(ctx, attemptHourlyByStatus, sinceMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptHourlyByStatusRow
+	for rows.Next() {
+		var i AttemptHourlyByStatusRow
+		if err := rows.Scan(&i.Hour, &i.Status, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptInsert = `-- name: AttemptInsert :one
 INSERT INTO payment_attempts (
     id, tenant_id, order_id, idempotency_key, amount, currency,
@@ -844,6 +1097,68 @@ func (q *Queries) AttemptListPage(ctx context.Context, db DBTX, arg AttemptListP
 	return items, nil
 }
 
+const attemptListStuck = `-- name: AttemptListStuck :many
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts
+WHERE status IN ('CREATED', 'PENDING', 'UNKNOWN')
+  AND updated_at < now() - $1::bigint * interval '1 millisecond'
+ORDER BY created_at, id
+LIMIT $2
+`
+
+type AttemptListStuckParams struct {
+	QuietMs int64
+	MaxRows int32
+}
+
+// AttemptListStuck is the oldest unresolved payments that have not moved
+// for quiet_ms (the console's "needs attention"); it reads the partial
+// index of unresolved attempts, so it costs the backlog.
+func (q *Queries) AttemptListStuck(ctx context.Context, db DBTX, arg AttemptListStuckParams) ([]PaymentAttempt, error) {
+	rows, err := db.Query(ctx, attemptListStuck, arg.QuietMs, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PaymentAttempt
+	for rows.Next() {
+		var i PaymentAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.OrderID,
+			&i.IdempotencyKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderChargeID,
+			&i.FailureCode,
+			&i.CheckCount,
+			&i.NextCheckAt,
+			&i.NeedsReview,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.AmountReserved,
+			&i.AmountRefunded,
+			&i.Route,
+			&i.CaptureMethod,
+			&i.AmountCaptured,
+			&i.CaptureBefore,
+			&i.CanceledReason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attemptQuietFor = `-- name: AttemptQuietFor :one
 SELECT (updated_at < now() - $1::bigint * interval '1 millisecond')::boolean AS quiet
 FROM payment_attempts WHERE id = $2
@@ -905,6 +1220,86 @@ func (q *Queries) AttemptReserveRefund(ctx context.Context, db DBTX, arg Attempt
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const attemptSearchPage = `-- name: AttemptSearchPage :many
+SELECT id, tenant_id, order_id, idempotency_key, amount, currency, payment_method, description, metadata, status, provider, provider_charge_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at, amount_reserved, amount_refunded, route, capture_method, amount_captured, capture_before, canceled_reason FROM payment_attempts
+WHERE ($1::text IS NULL OR status = $1::text)
+  AND ($2::text IS NULL OR tenant_id = $2::text)
+  AND ($3::text IS NULL
+       OR id = $3::text OR order_id = $3::text OR provider_charge_id = $3::text)
+  AND (NOT $4::boolean
+       OR (created_at, id) < ($5::timestamptz, $6::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $7
+`
+
+type AttemptSearchPageParams struct {
+	Status          *string
+	TenantID        *string
+	Q               *string
+	HasCursor       bool
+	BeforeCreatedAt time.Time
+	BeforeID        string
+	MaxRows         int32
+}
+
+// AttemptSearchPage is one page of every tenant's payments, newest first
+// (keyset on payment_attempts_created_idx), optionally of one status and
+// one tenant, and optionally only those whose id, order id or provider
+// charge id is q exactly.
+func (q *Queries) AttemptSearchPage(ctx context.Context, db DBTX, arg AttemptSearchPageParams) ([]PaymentAttempt, error) {
+	rows, err := db.Query(ctx, attemptSearchPage,
+		arg.Status,
+		arg.TenantID,
+		arg.Q,
+		arg.HasCursor,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PaymentAttempt
+	for rows.Next() {
+		var i PaymentAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.OrderID,
+			&i.IdempotencyKey,
+			&i.Amount,
+			&i.Currency,
+			&i.PaymentMethod,
+			&i.Description,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderChargeID,
+			&i.FailureCode,
+			&i.CheckCount,
+			&i.NextCheckAt,
+			&i.NeedsReview,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.AmountReserved,
+			&i.AmountRefunded,
+			&i.Route,
+			&i.CaptureMethod,
+			&i.AmountCaptured,
+			&i.CaptureBefore,
+			&i.CanceledReason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const attemptTouch = `-- name: AttemptTouch :exec

@@ -10,14 +10,17 @@ import (
 )
 
 type Anomaly struct {
-	ID        int64
-	Kind      string
-	AttemptID *string
-	ChargeID  *string
-	Source    string
-	Detail    json.RawMessage
-	DedupeKey *string
-	CreatedAt time.Time
+	ID             int64
+	Kind           string
+	AttemptID      *string
+	ChargeID       *string
+	Source         string
+	Detail         json.RawMessage
+	DedupeKey      *string
+	CreatedAt      time.Time
+	ResolvedAt     *time.Time
+	ResolvedBy     *string
+	ResolutionNote *string
 }
 
 type Capture struct {
@@ -49,6 +52,21 @@ type CaptureEvent struct {
 	CreatedAt  time.Time
 }
 
+type ConsoleLoginFailure struct {
+	Email         string
+	Failures      int32
+	WindowStartAt time.Time
+	LockedUntil   *time.Time
+}
+
+type ConsoleSession struct {
+	IDSha256   []byte
+	OperatorID string
+	CsrfToken  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+}
+
 type IdempotencyKey struct {
 	TenantID     string
 	Key          string
@@ -64,6 +82,15 @@ type IdempotencyKey struct {
 	RefundID     *string
 	CaptureID    *string
 	EndpointID   *string
+}
+
+type Operator struct {
+	ID           string
+	Email        string
+	Role         string
+	PasswordHash string
+	CreatedAt    time.Time
+	DisabledAt   *time.Time
 }
 
 type Outbox struct {
@@ -160,6 +187,7 @@ type Tenant struct {
 	Name         string
 	ApiKeySha256 []byte
 	CreatedAt    time.Time
+	CreationKey  *string
 }
 
 type WebhookDelivery struct {

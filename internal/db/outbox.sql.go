@@ -192,6 +192,55 @@ func (q *Queries) OutboxInsertMoved(ctx context.Context, db DBTX, arg OutboxInse
 	return count, err
 }
 
+const outboxListByPayment = `-- name: OutboxListByPayment :many
+SELECT id, type, subject, subject_id, created_at, published_at, publish_attempts, last_error
+FROM outbox
+WHERE payment_id = $1
+ORDER BY created_at, id
+`
+
+type OutboxListByPaymentRow struct {
+	ID              string
+	Type            string
+	Subject         string
+	SubjectID       string
+	CreatedAt       time.Time
+	PublishedAt     *time.Time
+	PublishAttempts int32
+	LastError       *string
+}
+
+// OutboxListByPayment is every event written for a payment and its refunds,
+// oldest first, with whether it was published (the console's payment page).
+func (q *Queries) OutboxListByPayment(ctx context.Context, db DBTX, paymentID string) ([]OutboxListByPaymentRow, error) {
+	rows, err := db.Query(ctx, outboxListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboxListByPaymentRow
+	for rows.Next() {
+		var i OutboxListByPaymentRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Subject,
+			&i.SubjectID,
+			&i.CreatedAt,
+			&i.PublishedAt,
+			&i.PublishAttempts,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const outboxListen = `-- name: OutboxListen :exec
 LISTEN outbox
 `

@@ -124,6 +124,43 @@ func (q *Queries) RefundEventList(ctx context.Context, db DBTX, refundID string)
 	return items, nil
 }
 
+const refundEventListByPayment = `-- name: RefundEventListByPayment :many
+SELECT e.id, e.refund_id, e.from_status, e.to_status, e.source, e.reason, e.created_at FROM refund_events AS e
+JOIN refunds AS r ON r.id = e.refund_id
+WHERE r.payment_id = $1
+ORDER BY e.created_at, e.id
+`
+
+// RefundEventListByPayment is the audit of every refund of a payment, oldest
+// first (the console's timeline).
+func (q *Queries) RefundEventListByPayment(ctx context.Context, db DBTX, paymentID string) ([]RefundEvent, error) {
+	rows, err := db.Query(ctx, refundEventListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RefundEvent
+	for rows.Next() {
+		var i RefundEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.RefundID,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Source,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const refundGetByID = `-- name: RefundGetByID :one
 SELECT id, tenant_id, payment_id, idempotency_key, amount, currency, reason, metadata, status, provider, provider_refund_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM refunds WHERE id = $1
 `
@@ -299,6 +336,53 @@ func (q *Queries) RefundInsert(ctx context.Context, db DBTX, arg RefundInsertPar
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const refundListByPayment = `-- name: RefundListByPayment :many
+SELECT id, tenant_id, payment_id, idempotency_key, amount, currency, reason, metadata, status, provider, provider_refund_id, failure_code, check_count, next_check_at, needs_review, created_at, updated_at FROM refunds WHERE payment_id = $1 ORDER BY created_at, id LIMIT $2
+`
+
+type RefundListByPaymentParams struct {
+	PaymentID string
+	MaxRows   int32
+}
+
+func (q *Queries) RefundListByPayment(ctx context.Context, db DBTX, arg RefundListByPaymentParams) ([]Refund, error) {
+	rows, err := db.Query(ctx, refundListByPayment, arg.PaymentID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Refund
+	for rows.Next() {
+		var i Refund
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PaymentID,
+			&i.IdempotencyKey,
+			&i.Amount,
+			&i.Currency,
+			&i.Reason,
+			&i.Metadata,
+			&i.Status,
+			&i.Provider,
+			&i.ProviderRefundID,
+			&i.FailureCode,
+			&i.CheckCount,
+			&i.NextCheckAt,
+			&i.NeedsReview,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const refundListPage = `-- name: RefundListPage :many

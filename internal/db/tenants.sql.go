@@ -7,10 +7,11 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const tenantGetByAPIKeyHash = `-- name: TenantGetByAPIKeyHash :one
-SELECT id, name, api_key_sha256, created_at FROM tenants WHERE api_key_sha256 = $1
+SELECT id, name, api_key_sha256, created_at, creation_key FROM tenants WHERE api_key_sha256 = $1
 `
 
 func (q *Queries) TenantGetByAPIKeyHash(ctx context.Context, db DBTX, apiKeySha256 []byte) (Tenant, error) {
@@ -21,14 +22,31 @@ func (q *Queries) TenantGetByAPIKeyHash(ctx context.Context, db DBTX, apiKeySha2
 		&i.Name,
 		&i.ApiKeySha256,
 		&i.CreatedAt,
+		&i.CreationKey,
 	)
+	return i, err
+}
+
+const tenantGetByCreationKey = `-- name: TenantGetByCreationKey :one
+SELECT id, name FROM tenants WHERE creation_key = $1
+`
+
+type TenantGetByCreationKeyRow struct {
+	ID   string
+	Name string
+}
+
+func (q *Queries) TenantGetByCreationKey(ctx context.Context, db DBTX, creationKey *string) (TenantGetByCreationKeyRow, error) {
+	row := db.QueryRow(ctx, tenantGetByCreationKey, creationKey)
+	var i TenantGetByCreationKeyRow
+	err := row.Scan(&i.ID, &i.Name)
 	return i, err
 }
 
 const tenantInsert = `-- name: TenantInsert :one
 INSERT INTO tenants (id, name, api_key_sha256)
 VALUES ($1, $2, $3)
-RETURNING id, name, api_key_sha256, created_at
+RETURNING id, name, api_key_sha256, created_at, creation_key
 `
 
 type TenantInsertParams struct {
@@ -45,6 +63,70 @@ func (q *Queries) TenantInsert(ctx context.Context, db DBTX, arg TenantInsertPar
 		&i.Name,
 		&i.ApiKeySha256,
 		&i.CreatedAt,
+		&i.CreationKey,
 	)
 	return i, err
+}
+
+const tenantInsertOnce = `-- name: TenantInsertOnce :one
+INSERT INTO tenants (id, name, api_key_sha256, creation_key)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (creation_key) DO NOTHING
+RETURNING id, name
+`
+
+type TenantInsertOnceParams struct {
+	ID           string
+	Name         string
+	ApiKeySha256 []byte
+	CreationKey  *string
+}
+
+type TenantInsertOnceRow struct {
+	ID   string
+	Name string
+}
+
+// TenantInsertOnce is TenantInsert of the console's form creation_key: a
+// key already used inserts nothing (no row).
+func (q *Queries) TenantInsertOnce(ctx context.Context, db DBTX, arg TenantInsertOnceParams) (TenantInsertOnceRow, error) {
+	row := db.QueryRow(ctx, tenantInsertOnce,
+		arg.ID,
+		arg.Name,
+		arg.ApiKeySha256,
+		arg.CreationKey,
+	)
+	var i TenantInsertOnceRow
+	err := row.Scan(&i.ID, &i.Name)
+	return i, err
+}
+
+const tenantList = `-- name: TenantList :many
+SELECT id, name, created_at FROM tenants ORDER BY created_at, id LIMIT $1
+`
+
+type TenantListRow struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+func (q *Queries) TenantList(ctx context.Context, db DBTX, maxRows int32) ([]TenantListRow, error) {
+	rows, err := db.Query(ctx, tenantList, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TenantListRow
+	for rows.Next() {
+		var i TenantListRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

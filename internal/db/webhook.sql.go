@@ -8,6 +8,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 const webhookEventDeleteReceivedBefore = `-- name: WebhookEventDeleteReceivedBefore :execrows
@@ -74,6 +75,51 @@ func (q *Queries) WebhookEventInsert(ctx context.Context, db DBTX, arg WebhookEv
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const webhookEventListByAttempt = `-- name: WebhookEventListByAttempt :many
+SELECT provider, event_id, type, charge_id, outcome, received_at
+FROM webhook_events
+WHERE attempt_id = $1
+ORDER BY received_at, event_id
+`
+
+type WebhookEventListByAttemptRow struct {
+	Provider   string
+	EventID    string
+	Type       string
+	ChargeID   *string
+	Outcome    string
+	ReceivedAt time.Time
+}
+
+// WebhookEventListByAttempt is every provider webhook recorded for a
+// payment, oldest first (the console's payment page).
+func (q *Queries) WebhookEventListByAttempt(ctx context.Context, db DBTX, attemptID *string) ([]WebhookEventListByAttemptRow, error) {
+	rows, err := db.Query(ctx, webhookEventListByAttempt, attemptID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEventListByAttemptRow
+	for rows.Next() {
+		var i WebhookEventListByAttemptRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.EventID,
+			&i.Type,
+			&i.ChargeID,
+			&i.Outcome,
+			&i.ReceivedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const webhookEventSetOutcome = `-- name: WebhookEventSetOutcome :exec

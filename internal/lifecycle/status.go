@@ -28,6 +28,8 @@
 // is final: the authorization was voided or expired, and no money moved.
 package lifecycle
 
+import "time"
+
 // Status is the state of a payment or of an operation on it.
 type Status string
 
@@ -52,7 +54,9 @@ const (
 	SourceAPI        Source = "api"
 	SourceWebhook    Source = "webhook"
 	SourceReconciler Source = "reconciler"
-	SourceConsole    Source = "console" // an operator's console (payments.Origin)
+	// SourceConsole is a change an operator made in the console; its
+	// reason names the operator (ByOperator, payments.Origin).
+	SourceConsole Source = "console"
 )
 
 // Failure codes this service sets itself (declines carry the provider's code).
@@ -162,4 +166,29 @@ func ClaimsOf[T any](rows []T, claim func(T) Claim) []Claim {
 		out[i] = claim(r)
 	}
 	return out
+}
+
+// Audit is one audit row of a payment's or a refund's transitions, as the
+// console's timeline shows it.
+type Audit struct {
+	SubjectID string // the payment's or the refund's id
+	From      Status // "" for the creation
+	To        Status
+	Source    Source
+	Reason    string
+	Provider  string // the provider the subject was at after it, "" if none
+	At        time.Time
+}
+
+// ReasonCalling starts the reason of every → PENDING: "calling provider
+// <name>"; the console reads a payment's provider hops from it.
+const ReasonCalling = "calling provider "
+
+// ByOperator is reason as a change made in the console by the operator
+// with email records it: the audit row names who made it.
+func ByOperator(reason, email string) string {
+	if email == "" {
+		return reason
+	}
+	return reason + "; by operator " + email
 }

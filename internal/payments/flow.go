@@ -76,12 +76,7 @@ func (o Origin) source() lifecycle.Source {
 }
 
 // says is an audit reason given on o's behalf.
-func (o Origin) says(reason string) string {
-	if o.Actor == "" {
-		return reason
-	}
-	return reason + " (by " + o.Actor + ")"
-}
+func (o Origin) says(reason string) string { return lifecycle.ByOperator(reason, o.Actor) }
 
 // kind is what differs between driving a payment's charge and an operation.
 type kind interface {
@@ -311,7 +306,7 @@ func (s *Service) markCalling(ctx context.Context, k kind, lock idempotency.Lock
 		} else {
 			now, ok, err := k.move(ctx, tx, change{
 				id: sub.id, to: lifecycle.Pending, provider: providerName,
-				source: o.source(), reason: o.says("calling provider " + providerName),
+				source: o.source(), reason: o.says(lifecycle.ReasonCalling + providerName),
 			})
 			if err != nil {
 				return err

@@ -474,12 +474,12 @@ func TestOriginIsAudited(t *testing.T) {
 	c := decodeOp(t, r)
 	sources := b.strings(`SELECT source || ': ' || reason FROM capture_events WHERE capture_id = $1 ORDER BY id`, c.ID)
 	require.Equal(t, []string{
-		"console: created (by ops@example.com)",
-		"console: calling provider sim (by ops@example.com)",
-		"console: provider sim succeeded (by ops@example.com)",
+		"console: created; by operator ops@example.com",
+		"console: calling provider sim; by operator ops@example.com",
+		"console: provider sim succeeded; by operator ops@example.com",
 	}, sources)
 	last := b.strings(`SELECT source || ': ' || reason FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id DESC LIMIT 1`, p.ID)
-	require.Equal(t, []string{"console: capture " + c.ID + " SUCCEEDED: provider sim succeeded (by ops@example.com)"}, last)
+	require.Equal(t, []string{"console: capture " + c.ID + " SUCCEEDED: provider sim succeeded; by operator ops@example.com"}, last)
 }
 
 func (b *bundle) strings(query string, args ...any) []string {

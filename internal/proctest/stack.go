@@ -15,7 +15,8 @@ type PodOptions struct {
 	Env         []string // extra settings, e.g. "PAYMENTSVC_FAILPOINT=after_provider_call"
 }
 
-// StartPod runs paymentsvc serve on a free port. The outbox relay is off
+// StartPod runs paymentsvc serve on a free port, without the operator
+// console (opt.Env may set CONSOLE_ADDR). The outbox relay is off
 // unless opt.Env turns it on, so tests that do not need NATS do not use it,
 // and so is the drain delay (SHUTDOWN_DRAIN_DELAY=0s), so that stopping a
 // pod takes no longer than its requests do; opt.Env may set either.
@@ -28,6 +29,7 @@ func StartPod(t testing.TB, opt PodOptions) *Process {
 	}
 	env := []string{
 		"HTTP_ADDR=127.0.0.1:0",
+		"CONSOLE_ADDR=off",
 		"DATABASE_URL=" + opt.DatabaseURL,
 		"PROVIDER_URL=" + opt.ProviderURL,
 		"OUTBOX_RELAY=off",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -52,6 +53,12 @@ type Config struct {
 	// MerchantWebhook configures the deliverer (MERCHANT_WEBHOOK_*).
 	MerchantWebhook delivery.Config
 	scheduleErr     error // MERCHANT_WEBHOOK_RETRY_SCHEDULE unreadable
+	// ConsoleAddr serves the operator console on its own listener
+	// (ConsoleOff: none); ConsoleSecureCookie marks its cookie Secure;
+	// ConsoleSessionTTL is a session's idle timeout.
+	ConsoleAddr         string
+	ConsoleSecureCookie bool
+	ConsoleSessionTTL   time.Duration
 }
 
 // Flags registers every setting on s and returns a function that yields the
@@ -79,6 +86,9 @@ func Flags(s *envflag.Set) func() Config {
 	whHTTP := s.Bool("MERCHANT_WEBHOOK_ALLOW_HTTP", false, "development and tests only: accept http:// endpoint URLs (else https:// only)")
 	whConc := s.Int("MERCHANT_WEBHOOK_CONCURRENCY", delivery.DefaultConcurrency, "deliveries a pod holds at once (claimed, queued for their endpoint, or in flight)")
 	whEndpointConc := s.Int("MERCHANT_WEBHOOK_ENDPOINT_CONCURRENCY", delivery.DefaultEndpointConcurrency, "delivery attempts in flight to one endpoint from one pod")
+	consoleAddr := s.String("CONSOLE_ADDR", "127.0.0.1:8081", "serve the operator console (/console/) on this address, a listener of its own, never the API's; off: none")
+	consoleSecure := s.Bool("CONSOLE_SECURE_COOKIE", false, "mark the console's session cookie Secure (on wherever the console is reached over HTTPS)")
+	consoleTTL := s.Duration("CONSOLE_SESSION_TTL", operators.DefaultIdleTimeout, "a console session ends after this long unused (and 24h after sign-in in any case)")
 	return func() Config {
 		c := Config{
 			Shared: shared(), HTTPAddr: *addr, WebhookSecrets: splitSecrets(*secrets),
@@ -87,6 +97,7 @@ func Flags(s *envflag.Set) func() Config {
 			ProviderWebhookSecrets: map[string][]string{},
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
 			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr, MetricsAddr: *metricsAddr,
+			ConsoleAddr: *consoleAddr, ConsoleSecureCookie: *consoleSecure, ConsoleSessionTTL: *consoleTTL,
 		}
 		c.MerchantWebhooks = *webhooks
 		c.MerchantWebhook = delivery.Config{

@@ -20,6 +20,7 @@ import (
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/ratelimit"
@@ -65,6 +66,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.MerchantWebhook.Validate(); err != nil {
 		return fmt.Errorf("MERCHANT_WEBHOOK_CONCURRENCY and MERCHANT_WEBHOOK_ENDPOINT_CONCURRENCY: %w", err)
+	}
+	if c.ConsoleAddr == "" {
+		return errors.New("CONSOLE_ADDR is empty: name an address, or off for no console")
+	}
+	if c.ConsoleSessionTTL <= 0 || c.ConsoleSessionTTL > operators.Lifetime {
+		return fmt.Errorf("CONSOLE_SESSION_TTL (%s) must be positive and at most %s (a session's absolute lifetime)", c.ConsoleSessionTTL, operators.Lifetime)
 	}
 	if c.OutboxRelay && c.NATSURL == "" {
 		// Refused rather than left to the relay's default server.
@@ -135,6 +142,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
+
+	stopConsole, err := serveConsole(cfg, a, log)
+	if err != nil {
+		return err
+	}
+	defer func() { stopConsole(cfg.ShutdownTimeout) }()
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/idempotency"
+	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -408,4 +409,18 @@ func Anomaly(t testing.TB, q db.DBTX, a attempts.Anomaly) {
 	if err := attempts.RecordAnomaly(seedContext(t), q, a); err != nil {
 		t.Fatalf("testdb: seed anomaly: %v", err)
 	}
+}
+
+// Operator seeds a console operator through operators.Create (email
+// default a random one) and returns it with its password.
+func Operator(t testing.TB, q db.DBTX, email string, role operators.Role) operators.Created {
+	t.Helper()
+	if email == "" {
+		email = testkit.RandomID("op-") + "@example.com"
+	}
+	c, err := operators.Create(seedContext(t), q, email, role)
+	if err != nil {
+		t.Fatalf("testdb: seed operator: %v", err)
+	}
+	return c
 }
