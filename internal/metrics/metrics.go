@@ -90,3 +90,11 @@ var (
 		Name: "paymentsvc_outbox_publish_errors_total", Help: "Outbox publish attempts that failed.",
 	}))
 )
+
+// Database.
+var (
+	DatabaseTimeouts = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentsvc_database_timeouts_total",
+		Help: "Database statements, batches and COMMITs that got no answer within DATABASE_TIMEOUT (their connection was discarded).",
+	}))
+)
