@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/tracing"
 )
 
@@ -341,4 +342,14 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, "transaction failed")
 	}
 	span.End()
+}
+
+// ConnectionStats are the pool's connections now, for the metrics
+// (metrics.RegisterPool): no database round trip.
+func (p *Pool) ConnectionStats() metrics.PoolStat {
+	s := p.Stat()
+	return metrics.PoolStat{
+		Total: s.TotalConns(), Idle: s.IdleConns(), Acquired: s.AcquiredConns(),
+		Constructing: s.ConstructingConns(), Max: s.MaxConns(),
+	}
 }

@@ -89,6 +89,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer a.Close()
 	pool := a.Pool
 	defer metrics.RegisterBacklog(a.Backlog, log)()
+	defer metrics.RegisterPool(pool.ConnectionStats)()
 	draining := new(atomic.Bool)
 	syncRefund := func(ctx context.Context, id string) error {
 		_, _, err := a.Payments.SyncRefund(ctx, id, payments.SyncOptions{Source: lifecycle.SourceWebhook})
