@@ -2,9 +2,11 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/acme/paymentsvc/internal/db"
 )
@@ -46,26 +48,50 @@ func (r *Relay) listen(ctx context.Context, wake, up chan<- struct{}) {
 
 // listenOnce uses its own connection rather than one of the pool's: a
 // LISTENing session must not go back to the pool, and a relay should not
-// hold one of the slots the API needs.
+// hold one of the slots the API needs. It has the pool's settings (its
+// dial's keepalives and TCP_USER_TIMEOUT included), and each of its waits
+// on the database is bounded by the pool's DATABASE_TIMEOUT: the connect,
+// the LISTEN, and a ping whenever no notification came for ListenPing,
+// which finds a session whose server went silent (a partition leaves it
+// open and quiet, which looks just like no payment happening).
 func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}, listening func()) error {
-	conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
+	cctx, cancel := r.pool.Bound(ctx)
+	conn, err := pgx.ConnectConfig(cctx, r.pool.Config().ConnConfig.Copy())
+	cancel()
 	if err != nil {
 		return err
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		cctx, cancel := r.pool.Bound(context.WithoutCancel(ctx))
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if err := db.Q.OutboxListen(ctx, conn); err != nil {
+	lctx, cancel := r.pool.Bound(ctx)
+	err = db.Q.OutboxListen(lctx, conn)
+	cancel()
+	if err != nil {
 		return err
 	}
 	listening()
 	signal(wake) // rows committed while nobody listened would wait for a poll
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, r.cfg.ListenPing)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			signal(wake)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !pgconn.Timeout(err):
 			return err
+		default: // quiet for ListenPing: is the server still there?
+			pctx, cancel := r.pool.Bound(ctx)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ping of the LISTEN session: %w", err)
+			}
 		}
-		signal(wake)
 	}
 }
