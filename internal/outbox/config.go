@@ -27,8 +27,8 @@ const (
 	// before the client takes the server for gone and reconnects: a silent
 	// server is noticed within (MaxPingsOutstanding + 1) × PingInterval.
 	MaxPingsOutstanding = 2
-	DefaultBackoffMin     = time.Second
-	DefaultBackoffMax     = time.Minute
+	DefaultBackoffMin   = time.Second
+	DefaultBackoffMax   = time.Minute
 
 	// MaxBatchSize bounds a batch: its rows stay locked, and its PubAcks in
 	// flight, until the whole batch is settled.
