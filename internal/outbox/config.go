@@ -22,13 +22,13 @@ const (
 	DefaultPingInterval   = time.Second
 	DefaultFlushTimeout   = 2 * time.Second
 	DefaultListenPing     = 5 * time.Second
+	DefaultBackoffMin     = time.Second
+	DefaultBackoffMax     = time.Minute
 
 	// MaxPingsOutstanding is how many of the relay's pings may go unanswered
 	// before the client takes the server for gone and reconnects: a silent
 	// server is noticed within (MaxPingsOutstanding + 1) × PingInterval.
 	MaxPingsOutstanding = 2
-	DefaultBackoffMin   = time.Second
-	DefaultBackoffMax   = time.Minute
 
 	// MaxBatchSize bounds a batch: its rows stay locked, and its PubAcks in
 	// flight, until the whole batch is settled.
