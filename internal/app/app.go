@@ -49,7 +49,7 @@ func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger)
 	}
 	// One HTTP client (its connection pools are per host), and one breaker
 	// and retry budget per provider.
-	httpClient := provider.PooledHTTP()
+	httpClient := provider.PooledHTTP(s.CallTimeout)
 	var (
 		provs []*provider.Resilient
 		ps    []payments.Provider
