@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/acme/paymentsvc/internal/db"
 )
@@ -22,4 +23,24 @@ func DeleteExpired(ctx context.Context, q db.DBTX, batch int) (int, error) {
 		return n, fmt.Errorf("delete expired keys: %w", db.Translate(err))
 	}
 	return n, nil
+}
+
+// ResolvedAttempt starts the expiry of the key of payment attemptID, which
+// became final in q's transaction without its key (a webhook): the key is
+// kept keyTTL from now (zero: DefaultKeyTTL), like a key whose answer is
+// stored now. A key a request holds right now is left to that request,
+// whose complete or release starts the expiry then.
+func ResolvedAttempt(ctx context.Context, q db.DBTX, attemptID string, keyTTL time.Duration) error {
+	_, err := db.Q.IdemKeyResolvedByAttempt(ctx, q, db.IdemKeyResolvedByAttemptParams{
+		AttemptID: attemptID, KeyTtlMs: Lock{keyTTL: keyTTL}.keyTTLms(),
+	})
+	return err
+}
+
+// ResolvedRefund is ResolvedAttempt for the key of refund refundID.
+func ResolvedRefund(ctx context.Context, q db.DBTX, refundID string, keyTTL time.Duration) error {
+	_, err := db.Q.IdemKeyResolvedByRefund(ctx, q, db.IdemKeyResolvedByRefundParams{
+		RefundID: refundID, KeyTtlMs: Lock{keyTTL: keyTTL}.keyTTLms(),
+	})
+	return err
 }
