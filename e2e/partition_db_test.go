@@ -95,7 +95,11 @@ func testDatabasePartition(t *testing.T, heal func(*testkit.TCPProxy)) {
 	// meets the silent database.
 	s.sim.SetFaults(t, providersim.Faults{LatencyMS: int(partitionLatency.Milliseconds())})
 	charging := make(chan timedAnswer, 1)
-	go func() { charging <- timed(func() (apiclient.Response, error) { return s.client.Pay("part-charging", apiclient.Visa("o-part-charging", 200)) }) }()
+	go func() {
+		charging <- timed(func() (apiclient.Response, error) {
+			return s.client.Pay("part-charging", apiclient.Visa("o-part-charging", 200))
+		})
+	}()
 	testkit.Eventually(t, 30*time.Second, "the charge reaches the provider", func() bool { return s.sim.Stats(t).ChargeCalls >= 2 })
 	proxy.Blackhole()
 	silentAt := time.Now()
