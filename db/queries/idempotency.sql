@@ -74,34 +74,26 @@ WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key) AND lock_token = s
 -- resumable. Its expiry counts from now too (gc never deletes the key of an
 -- unresolved payment or refund anyway): should its subject become final
 -- while this transaction holds the row (a webhook passes a held key over,
--- IdemKeyResolvedByAttempt), the key still lives a whole TTL from then.
+-- IdemKeyResolved), the key still lives a whole TTL from then.
 -- name: IdemKeyRelease :execrows
 UPDATE idempotency_keys
 SET locked_until = NULL, updated_at = now(),
     expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key) AND lock_token = sqlc.arg(lock_token) AND response_code IS NULL;
 
--- IdemKeyResolvedByAttempt and IdemKeyResolvedByRefund start the expiry of
--- the key of a payment or refund that became final without it (a webhook):
+-- IdemKeyResolved starts the expiry of the key of a payment (attempt_id)
+-- or a refund (refund_id) that became final without it (a webhook):
 -- key_ttl_ms from now. A key whose row a request holds right now is passed
 -- over (SKIP LOCKED): that request ends its ownership itself (complete or
 -- release), which starts the expiry then, and waiting for it here would
 -- take the key's row after the subject's, against the lock order.
--- name: IdemKeyResolvedByAttempt :execrows
+-- name: IdemKeyResolved :execrows
 UPDATE idempotency_keys
 SET expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 WHERE (tenant_id, key) IN (
     SELECT k.tenant_id, k.key FROM idempotency_keys AS k
-    WHERE k.attempt_id = sqlc.arg(attempt_id)::text AND k.response_code IS NULL
-    FOR UPDATE SKIP LOCKED
-);
-
--- name: IdemKeyResolvedByRefund :execrows
-UPDATE idempotency_keys
-SET expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
-WHERE (tenant_id, key) IN (
-    SELECT k.tenant_id, k.key FROM idempotency_keys AS k
-    WHERE k.refund_id = sqlc.arg(refund_id)::text AND k.response_code IS NULL
+    WHERE (k.attempt_id = sqlc.narg(attempt_id)::text OR k.refund_id = sqlc.narg(refund_id)::text)
+      AND k.response_code IS NULL
     FOR UPDATE SKIP LOCKED
 );
 

@@ -306,7 +306,7 @@ type IdemKeyReleaseParams struct {
 // resumable. Its expiry counts from now too (gc never deletes the key of an
 // unresolved payment or refund anyway): should its subject become final
 // while this transaction holds the row (a webhook passes a held key over,
-// IdemKeyResolvedByAttempt), the key still lives a whole TTL from then.
+// IdemKeyResolved), the key still lives a whole TTL from then.
 func (q *Queries) IdemKeyRelease(ctx context.Context, db DBTX, arg IdemKeyReleaseParams) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyRelease,
 		arg.KeyTtlMs,
@@ -421,52 +421,31 @@ func (q *Queries) IdemKeyRenewNew(ctx context.Context, db DBTX, arg IdemKeyRenew
 	return result.RowsAffected(), nil
 }
 
-const idemKeyResolvedByAttempt = `-- name: IdemKeyResolvedByAttempt :execrows
+const idemKeyResolved = `-- name: IdemKeyResolved :execrows
 UPDATE idempotency_keys
 SET expires_at = now() + $1::bigint * interval '1 millisecond'
 WHERE (tenant_id, key) IN (
     SELECT k.tenant_id, k.key FROM idempotency_keys AS k
-    WHERE k.attempt_id = $2::text AND k.response_code IS NULL
+    WHERE (k.attempt_id = $2::text OR k.refund_id = $3::text)
+      AND k.response_code IS NULL
     FOR UPDATE SKIP LOCKED
 )
 `
 
-type IdemKeyResolvedByAttemptParams struct {
+type IdemKeyResolvedParams struct {
 	KeyTtlMs  int64
-	AttemptID string
+	AttemptID *string
+	RefundID  *string
 }
 
-// IdemKeyResolvedByAttempt and IdemKeyResolvedByRefund start the expiry of
-// the key of a payment or refund that became final without it (a webhook):
+// IdemKeyResolved starts the expiry of the key of a payment (attempt_id)
+// or a refund (refund_id) that became final without it (a webhook):
 // key_ttl_ms from now. A key whose row a request holds right now is passed
 // over (SKIP LOCKED): that request ends its ownership itself (complete or
 // release), which starts the expiry then, and waiting for it here would
 // take the key's row after the subject's, against the lock order.
-func (q *Queries) IdemKeyResolvedByAttempt(ctx context.Context, db DBTX, arg IdemKeyResolvedByAttemptParams) (int64, error) {
-	result, err := db.Exec(ctx, idemKeyResolvedByAttempt, arg.KeyTtlMs, arg.AttemptID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const idemKeyResolvedByRefund = `-- name: IdemKeyResolvedByRefund :execrows
-UPDATE idempotency_keys
-SET expires_at = now() + $1::bigint * interval '1 millisecond'
-WHERE (tenant_id, key) IN (
-    SELECT k.tenant_id, k.key FROM idempotency_keys AS k
-    WHERE k.refund_id = $2::text AND k.response_code IS NULL
-    FOR UPDATE SKIP LOCKED
-)
-`
-
-type IdemKeyResolvedByRefundParams struct {
-	KeyTtlMs int64
-	RefundID string
-}
-
-func (q *Queries) IdemKeyResolvedByRefund(ctx context.Context, db DBTX, arg IdemKeyResolvedByRefundParams) (int64, error) {
-	result, err := db.Exec(ctx, idemKeyResolvedByRefund, arg.KeyTtlMs, arg.RefundID)
+func (q *Queries) IdemKeyResolved(ctx context.Context, db DBTX, arg IdemKeyResolvedParams) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyResolved, arg.KeyTtlMs, arg.AttemptID, arg.RefundID)
 	if err != nil {
 		return 0, err
 	}

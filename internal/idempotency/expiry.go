@@ -31,16 +31,17 @@ func DeleteExpired(ctx context.Context, q db.DBTX, batch int) (int, error) {
 // stored now. A key a request holds right now is left to that request,
 // whose complete or release starts the expiry then.
 func ResolvedAttempt(ctx context.Context, q db.DBTX, attemptID string, keyTTL time.Duration) error {
-	_, err := db.Q.IdemKeyResolvedByAttempt(ctx, q, db.IdemKeyResolvedByAttemptParams{
-		AttemptID: attemptID, KeyTtlMs: Lock{keyTTL: keyTTL}.keyTTLms(),
-	})
-	return err
+	return resolved(ctx, q, ref{attemptID: attemptID}, keyTTL)
 }
 
 // ResolvedRefund is ResolvedAttempt for the key of refund refundID.
 func ResolvedRefund(ctx context.Context, q db.DBTX, refundID string, keyTTL time.Duration) error {
-	_, err := db.Q.IdemKeyResolvedByRefund(ctx, q, db.IdemKeyResolvedByRefundParams{
-		RefundID: refundID, KeyTtlMs: Lock{keyTTL: keyTTL}.keyTTLms(),
+	return resolved(ctx, q, ref{refundID: refundID}, keyTTL)
+}
+
+func resolved(ctx context.Context, q db.DBTX, r ref, keyTTL time.Duration) error {
+	_, err := db.Q.IdemKeyResolved(ctx, q, db.IdemKeyResolvedParams{
+		AttemptID: nonEmpty(r.attemptID), RefundID: nonEmpty(r.refundID), KeyTtlMs: Lock{keyTTL: keyTTL}.keyTTLms(),
 	})
 	return err
 }
