@@ -23,7 +23,7 @@ func TestDocumentedMetricsExist(t *testing.T) {
 		HTTPRequests, HTTPDuration, IdempotencyOutcomes, AttemptTransitions, RefundTransitions,
 		ProviderCalls, ProviderCallDuration, ProviderRetries, ProviderChargeOutcomes, ProviderRefundOutcomes, BreakerState,
 		WebhookOutcomes, OutboxPending, OutboxOldestAge, OutboxPublished, OutboxPublishErrors,
-		NewBacklogCollector(nil, nil),
+		NewBacklogCollector(nil, nil), DatabaseTimeouts, &poolCollector{},
 	} {
 		c.Describe(descs)
 	}

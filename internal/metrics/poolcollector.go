@@ -15,9 +15,9 @@ var poolConnectionsDesc = prometheus.NewDesc("paymentsvc_database_connections",
 // poolCollector reports a pool's connections at scrape time.
 type poolCollector struct{ stat func() PoolStat }
 
-func (c poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- poolConnectionsDesc }
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- poolConnectionsDesc }
 
-func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stat()
 	for state, n := range map[string]int32{
 		"total": s.Total, "idle": s.Idle, "acquired": s.Acquired, "constructing": s.Constructing, "max": s.Max,
@@ -33,5 +33,5 @@ var poolReg replaceable
 // database round trip), replacing a pool registered before; it returns the
 // function that unregisters it.
 func RegisterPool(stat func() PoolStat) (unregister func()) {
-	return poolReg.register(poolCollector{stat: stat})
+	return poolReg.register(&poolCollector{stat: stat}) // a pointer: register compares collectors
 }
