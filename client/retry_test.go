@@ -460,7 +460,13 @@ func TestPutRoutingWithoutRulesClears(t *testing.T) {
 func TestRetryCancelReturnsAtOnceWithoutLeaks(t *testing.T) {
 	s := newScript(problemAnswer(503, client.CodeProviderUnavailable, 10))
 	url := s.serve(t, "a")
-	c, err := client.New(fastConfig(url))
+	cfg := fastConfig(url)
+	// The client logs its retry once it has the first answer and is about
+	// to wait out its Retry-After: then the test cancels. (The server having
+	// the request says nothing of whether the client has read the answer.)
+	waiting := make(chan struct{}, 1)
+	cfg.Logger = slog.New(signalHandler{waiting})
+	c, err := client.New(cfg)
 	require.NoError(t, err)
 	before := runtime.NumGoroutine()
 
@@ -470,7 +476,11 @@ func TestRetryCancelReturnsAtOnceWithoutLeaks(t *testing.T) {
 		_, err := c.CreatePayment(ctx, "key-1", visa)
 		done <- err
 	}()
-	testkit.Eventually(t, 10*time.Second, "the first try is answered", func() bool { return len(s.requests()) == 1 })
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client did not get to wait out the first answer's Retry-After within 10s")
+	}
 	cancel()
 	select {
 	case err = <-done:
@@ -606,3 +616,18 @@ func TestReads(t *testing.T) {
 	require.Equal(t, "sync=true", reqs[1].query)
 	require.Empty(t, reqs[1].key)
 }
+
+// signalHandler is a slog.Handler that signals on c (without blocking) for
+// every record.
+type signalHandler struct{ c chan<- struct{} }
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(context.Context, slog.Record) error {
+	select {
+	case h.c <- struct{}{}:
+	default:
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
