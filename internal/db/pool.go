@@ -128,7 +128,7 @@ func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 		return errRow{err}
 	}
 	w := p.start(ctx)
-	return poolRow{row: c.QueryRow(w.ctx, sql, args...), w: w, release: func() { release(c) }}
+	return poolRow{row: c.QueryRow(w.ctx, sql, args...), done: newDone(w, func() { release(c) })}
 }
 
 // SendBatch sends b on a connection that is released when the results are
@@ -140,7 +140,7 @@ func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		return errBatch{err}
 	}
 	w := p.start(ctx)
-	return &poolBatch{BatchResults: c.SendBatch(w.ctx, b), w: w, release: func() { release(c) }}
+	return &poolBatch{BatchResults: c.SendBatch(w.ctx, b), done: newDone(w, func() { release(c) })}
 }
 
 // Begin starts a transaction on a connection that is released when the
@@ -180,41 +180,54 @@ func (p *Pool) Ping(ctx context.Context) error {
 	return err
 }
 
+// done ends a call's wait with its error and gives its connection back, the
+// first time only: rows may be closed, and a batch's results too, more than
+// once.
+type done struct {
+	once    sync.Once
+	w       *wait
+	release func()
+}
+
+func newDone(w *wait, release func()) *done { return &done{w: w, release: release} }
+
+func (d *done) end(err error) {
+	d.once.Do(func() {
+		d.w.end(err)
+		d.release()
+	})
+}
+
 type poolRows struct {
 	pgx.Rows
-	done func() // ends the wait and releases the connection, once
+	done *done
 }
 
 func newPoolRows(rows pgx.Rows, w *wait, release func()) *poolRows {
-	return &poolRows{Rows: rows, done: sync.OnceFunc(func() {
-		w.end(rows.Err())
-		release()
-	})}
+	return &poolRows{Rows: rows, done: newDone(w, release)}
 }
 
 func (r *poolRows) Next() bool {
 	if r.Rows.Next() {
 		return true
 	}
-	r.done() // pgx closed the rows
+	r.done.end(r.Rows.Err()) // pgx closed the rows
 	return false
 }
 
 func (r *poolRows) Close() {
 	r.Rows.Close()
-	r.done()
+	r.done.end(r.Rows.Err())
 }
 
 type poolRow struct {
-	row     pgx.Row
-	w       *wait
-	release func()
+	row  pgx.Row
+	done *done
 }
 
 func (r poolRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
-	r.w.end(err)
-	r.release()
+	r.done.end(err)
 	return err
 }
 
@@ -224,14 +237,12 @@ func (r errRow) Scan(...any) error { return r.err }
 
 type poolBatch struct {
 	pgx.BatchResults
-	w       *wait
-	release func()
+	done *done
 }
 
 func (b *poolBatch) Close() error {
 	err := b.BatchResults.Close()
-	b.w.end(err)
-	b.release()
+	b.done.end(err)
 	return err
 }
 
@@ -282,12 +293,12 @@ func (t *poolTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 
 func (t *poolTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	w := t.start(ctx)
-	return poolRow{row: t.Tx.QueryRow(w.ctx, sql, args...), w: w, release: func() {}}
+	return poolRow{row: t.Tx.QueryRow(w.ctx, sql, args...), done: newDone(w, func() {})}
 }
 
 func (t *poolTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	w := t.start(ctx)
-	return &poolBatch{BatchResults: t.Tx.SendBatch(w.ctx, b), w: w, release: func() {}}
+	return &poolBatch{BatchResults: t.Tx.SendBatch(w.ctx, b), done: newDone(w, func() {})}
 }
 
 func (t *poolTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
