@@ -53,12 +53,14 @@ func (r result) String() string {
 }
 
 // ctl runs paymentsctl with env (added to childproc.Env(), which holds none
-// of the PAYMENTS_* variables) and args.
+// of the PAYMENTS_* variables) and args, within two minutes of its start
+// (the build, which a busy machine may take minutes over, comes first).
 func ctl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	bin := binary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	stdout, stderr, code, err := proctest.Run(ctx, binary(t), args, env)
+	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
 	require.NoError(t, err, "run paymentsctl %v", args)
 	return result{code: code, stdout: stdout, stderr: stderr}
 }

@@ -16,13 +16,15 @@ import (
 	"github.com/acme/paymentsvc/internal/proctest"
 )
 
-// runSim runs the binary with args and env to completion (a minute at most)
-// and returns its exit status and output.
+// runSim runs the binary with args and env to completion (a minute at most,
+// not counting its build, which a busy machine may take minutes over) and
+// returns its exit status and output.
 func runSim(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
+	bin := proctest.Build(t).ProviderSim
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	stdout, stderr, code, err := proctest.Run(ctx, proctest.Build(t).ProviderSim, args, env)
+	stdout, stderr, code, err := proctest.Run(ctx, bin, args, env)
 	require.NoError(t, err, "run providersim %v", args)
 	return code, stdout + stderr
 }
