@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"sync"
 	"time"
@@ -70,11 +71,22 @@ func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	actx, cancel := context.WithTimeoutCause(ctx, d, ErrAcquireTimeout)
 	defer cancel()
 	c, err := p.Pool.Acquire(actx)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAcquireTimeout) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(context.Cause(actx), ErrAcquireTimeout):
 		markStalled(ctx)
 		return nil, fmt.Errorf("%w: %w (%s)", ErrUnavailable, ErrAcquireTimeout, d)
+	case timedOut(err):
+		markStalled(ctx) // a new connection that got no answer within its connect timeout
 	}
 	return c, err
+}
+
+// timedOut reports whether err is a wait that ran out (a deadline, a
+// network timeout), as opposed to an answer, a refusal or a reset.
+func timedOut(err error) bool {
+	var ne net.Error
+	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // release gives c back to the pool, unless pgconn closed it (a deadline, a

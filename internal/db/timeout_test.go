@@ -166,6 +166,27 @@ func TestStallScopeFailsLaterCallsAtOnce(t *testing.T) {
 	require.NoError(t, err, "a new request succeeds")
 }
 
+// A request whose call found no idle connection, and whose new connection
+// got no answer (the connect's own timeout), is stalled too: its next call
+// does not connect and wait again.
+func TestStallScopeCoversAConnectThatGetsNoAnswer(t *testing.T) {
+	t.Parallel()
+	pool, proxy := silentPool(t, 4)
+	pool.Reset() // no idle connection: the next call connects
+	// The connect's own timeout (DATABASE_TIMEOUT) ends the wait, not the
+	// wait for a connection.
+	pool.AcquireTimeout = 2 * bound
+	proxy.Blackhole()
+	req := db.WithStallScope(t.Context())
+	err := requireUnavailableWithin(t, "a call that connects", func() error {
+		_, err := pool.Exec(req, `SELECT 1`)
+		return err
+	})
+	require.NotErrorIs(t, err, db.ErrStalled)
+	_, err = pool.Exec(req, `SELECT 1`)
+	require.ErrorIs(t, err, db.ErrStalled, "the request's next call does not wait again")
+}
+
 // A new connection to a server that accepts and never answers gives up
 // within the bound.
 func TestConnectingToASilentDatabaseIsBounded(t *testing.T) {
