@@ -68,9 +68,11 @@ func (p *Pool) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-// Bound returns ctx bounded by DATABASE_TIMEOUT, for the one wait on a
-// connection of its own that does not go through the pool (the outbox
-// relay's LISTEN session). Every call through the pool is bounded already.
+// Bound returns ctx bounded by DATABASE_TIMEOUT, for a wait made of several
+// calls that must end within one DATABASE_TIMEOUT as a whole (/readyz: the
+// connection and the ping), and for the waits on a connection of its own
+// that does not go through the pool (the outbox relay's LISTEN session).
+// Every single call through the pool is bounded already.
 func (p *Pool) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, p.timeout(), ErrTimeout)
 }
