@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin
 TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-ha test-short demo generate sqlc-diff vet fmt-check bench bench-go bench-growth clean
+.PHONY: all build run test test-ha test-short soak demo generate sqlc-diff vet fmt-check bench bench-go bench-growth clean
 
 all: build
 
@@ -22,6 +22,15 @@ test:
 ## demo and the tests that run NATS servers or seed big tables skip themselves
 test-short:
 	$(GO) test -short -count=1 ./...
+
+## soak: mixed load (creates, replays, refunds, webhooks, provider faults, a
+## pod restart) through two real pods for SOAK_DURATION (default 10m); fails
+## if a pod's memory, threads, goroutines or database connections keep
+## growing. SOAK_RATE (operations/s, default 20), SOAK_WORKERS, SOAK_REPORT
+## (a file for the figures). make test runs it for a minute, with -race.
+SOAK_DURATION ?= 10m
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 24h -run '^TestSoak$$' -v ./e2e/soak/
 
 ## demo: the four failure scenarios of docs/failure-scenarios.md on two pods, narrated
 demo: build

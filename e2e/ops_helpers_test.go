@@ -51,6 +51,8 @@ type opsOptions struct {
 	transport func(next http.RoundTripper) http.RoundTripper
 	// podDatabaseURL, if set, rewrites the database URL the pod is given.
 	podDatabaseURL func(string) string
+	// podProviderURL, if set, rewrites the simulator's URL the pod is given.
+	podProviderURL func(string) string
 }
 
 func setupOps(t *testing.T, opt opsOptions) *opsStack {
@@ -89,7 +91,11 @@ func setupOps(t *testing.T, opt opsOptions) *opsStack {
 	if opt.podDatabaseURL != nil {
 		dbURL = opt.podDatabaseURL(dbURL)
 	}
-	s.pod = proctest.StartPod(t, proctest.PodOptions{Name: "ops-pod", DatabaseURL: dbURL, ProviderURL: s.sim.URL(), Env: podEnv})
+	provURL := s.sim.URL()
+	if opt.podProviderURL != nil {
+		provURL = opt.podProviderURL(provURL)
+	}
+	s.pod = proctest.StartPod(t, proctest.PodOptions{Name: "ops-pod", DatabaseURL: dbURL, ProviderURL: provURL, Env: podEnv})
 	u, err := url.Parse(s.pod.URL())
 	require.NoError(t, err)
 	hookTarget.Store(u)

@@ -53,7 +53,8 @@ func (r result) String() string {
 }
 
 // ctl runs paymentsctl with env (added to childproc.Env(), which holds none
-// of the PAYMENTS_* variables) and args.
+// of the PAYMENTS_* variables) and args, within two minutes of its start
+// (the build, which a busy machine may take minutes over, comes first).
 func ctl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	bin := binary(t) // before the deadline: a first build on a busy machine takes a while

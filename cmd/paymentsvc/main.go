@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	case "migrate":
-		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: true}, log)
+		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: true, DatabaseTimeout: cfg.DatabaseTimeout}, log)
 		if err != nil {
 			log.Error("migrate failed", "err", err)
 			return 1
@@ -109,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "tenant create: --name is required")
 			return 2
 		}
-		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: cfg.AutoMigrate}, log)
+		pool, err := app.OpenDB(ctx, cfg.DatabaseURL, app.Options{CreateDatabase: true, Migrate: cfg.AutoMigrate, DatabaseTimeout: cfg.DatabaseTimeout}, log)
 		if err != nil {
 			log.Error("tenant create failed", "err", err)
 			return 1

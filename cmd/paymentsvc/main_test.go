@@ -281,6 +281,32 @@ func TestRefusesLockTTLNotLongerThanProviderTime(t *testing.T) {
 	}
 }
 
+// A key must outlive its lock (§19): IDEMPOTENCY_KEY_TTL not longer than
+// IDEMPOTENCY_LOCK_TTL is refused at startup, with one line naming both.
+func TestRefusesKeyTTLNotLongerThanLockTTL(t *testing.T) {
+	t.Parallel()
+	for _, keyTTL := range []string{"20s", "30s"} { // 30s = the lock TTL: not longer
+		line, stderr := refusedAtStartup(t, "IDEMPOTENCY_KEY_TTL="+keyTTL, "IDEMPOTENCY_LOCK_TTL=30s")
+		require.Equal(t, "ERROR", line.Level)
+		require.Contains(t, line.Raw, "IDEMPOTENCY_KEY_TTL")
+		require.Contains(t, line.Raw, "IDEMPOTENCY_LOCK_TTL")
+		require.NotContains(t, stderr, `"msg":"listening"`)
+	}
+}
+
+// DATABASE_TIMEOUT is listed by -h with its default, and a timeout that
+// bounds nothing is refused at startup.
+func TestDatabaseTimeoutSetting(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runCLI(t, nil, "-h")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `--database-timeout duration\n\s+bound of every wait on the database[^\n]*\(env DATABASE_TIMEOUT\) \(default "5s"\)`, stdout+stderr)
+	for _, d := range []string{"0s", "-1s"} {
+		line, _ := refusedAtStartup(t, "DATABASE_TIMEOUT="+d)
+		require.Contains(t, line.Raw, "DATABASE_TIMEOUT")
+	}
+}
+
 // Durations that no default makes right are refused at startup (exit 1, one
 // line naming the setting); 0s is legal and kept (no drain delay).
 func TestRefusesNegativeShutdownDurations(t *testing.T) {

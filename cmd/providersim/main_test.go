@@ -16,8 +16,9 @@ import (
 	"github.com/acme/paymentsvc/internal/proctest"
 )
 
-// runSim runs the binary with args and env to completion (a minute at most)
-// and returns its exit status and output.
+// runSim runs the binary with args and env to completion (a minute at most,
+// not counting its build, which a busy machine may take minutes over) and
+// returns its exit status and output.
 func runSim(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	bin := proctest.Build(t).ProviderSim // before the deadline: a first build on a busy machine takes a while

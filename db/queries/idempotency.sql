@@ -61,16 +61,44 @@ SET locked_until = clock_timestamp() + sqlc.arg(lock_ttl_ms)::bigint * interval 
 WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key)
   AND attempt_id = sqlc.arg(attempt_id)::text AND response_code IS NULL;
 
+-- IdemKeyComplete stores the key's final answer; the key expires key_ttl_ms
+-- from now, when the answer is stored, not from the key's creation: a
+-- payment that stayed UNKNOWN for days still replays for the whole TTL
+-- after it resolved.
 -- name: IdemKeyComplete :execrows
 UPDATE idempotency_keys
-SET response_code = $4, response_body = $5, locked_until = NULL, updated_at = now()
-WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
+SET response_code = sqlc.arg(response_code), response_body = sqlc.arg(response_body), locked_until = NULL, updated_at = now(),
+    expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
+WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key) AND lock_token = sqlc.arg(lock_token) AND response_code IS NULL;
 
--- Release gives up ownership without a final response: the key stays resumable.
+-- Release gives up ownership without a final response: the key stays
+-- resumable. Its expiry counts from now too (gc never deletes the key of an
+-- unresolved payment or refund anyway): should its subject become final
+-- while this transaction holds the row (a webhook passes a held key over,
+-- IdemKeyResolved), the key still lives a whole TTL from then.
 -- name: IdemKeyRelease :execrows
 UPDATE idempotency_keys
-SET locked_until = NULL, updated_at = now()
-WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL;
+SET locked_until = NULL, updated_at = now(),
+    expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
+WHERE tenant_id = sqlc.arg(tenant_id) AND key = sqlc.arg(key) AND lock_token = sqlc.arg(lock_token) AND response_code IS NULL;
+
+-- IdemKeyResolved starts the expiry of the key of a payment (attempt_id),
+-- a refund (refund_id) or a capture or void (capture_id) whose answer became
+-- final without it (a webhook):
+-- key_ttl_ms from now. A key whose row a request holds right now is passed
+-- over (SKIP LOCKED): that request ends its ownership itself (complete or
+-- release), which starts the expiry then, and waiting for it here would
+-- take the key's row after the subject's, against the lock order.
+-- name: IdemKeyResolved :execrows
+UPDATE idempotency_keys
+SET expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
+WHERE (tenant_id, key) IN (
+    SELECT k.tenant_id, k.key FROM idempotency_keys AS k
+    WHERE (k.attempt_id = sqlc.narg(attempt_id)::text OR k.refund_id = sqlc.narg(refund_id)::text
+           OR k.capture_id = sqlc.narg(capture_id)::text)
+      AND k.response_code IS NULL
+    FOR UPDATE SKIP LOCKED
+);
 
 -- IdemKeyGetByAttempt, IdemKeyGetByRefund and IdemKeyGetByCapture read
 -- what a takeover of the key of a payment, a refund or a capture or void
@@ -125,13 +153,15 @@ WHERE (tenant_id, key) IN (
 -- transaction's: xmin), the body being body_head || the time it set as
 -- updated_at (now(), to the second) || body_tail, so the stored payment
 -- carries its updated_at as committed. No row: nothing stored (the caller
--- takes the transaction-per-step path).
+-- takes the transaction-per-step path). The expiry counts from now, as
+-- IdemKeyComplete's.
 -- name: IdemKeyCompleteMoved :one
 UPDATE idempotency_keys
 SET response_code = sqlc.arg(response_code)::integer,
     response_body = convert_to(sqlc.arg(body_head)::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || sqlc.arg(body_tail)::text, 'UTF8'),
     locked_until  = NULL,
-    updated_at    = now()
+    updated_at    = now(),
+    expires_at    = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 WHERE tenant_id = sqlc.arg(tenant_id)::text AND key = sqlc.arg(key)::text
   AND lock_token = sqlc.arg(lock_token)::bigint AND response_code IS NULL
   AND EXISTS (
@@ -143,7 +173,8 @@ RETURNING response_body;
 -- IdemKeyReleaseMoved is IdemKeyRelease under the same condition.
 -- name: IdemKeyReleaseMoved :execrows
 UPDATE idempotency_keys
-SET locked_until = NULL, updated_at = now()
+SET locked_until = NULL, updated_at = now(),
+    expires_at = now() + sqlc.arg(key_ttl_ms)::bigint * interval '1 millisecond'
 WHERE tenant_id = sqlc.arg(tenant_id)::text AND key = sqlc.arg(key)::text
   AND lock_token = sqlc.arg(lock_token)::bigint AND response_code IS NULL
   AND EXISTS (

@@ -33,10 +33,19 @@ FOR UPDATE SKIP LOCKED;
 -- name: OutboxBoundIdle :exec
 SELECT set_config('idle_in_transaction_session_timeout', sqlc.arg(timeout_ms)::bigint::text, true);
 
+-- OutboxMarkPublished marks each row published when JetStream acknowledged
+-- it, on the database clock: this statement's clock_timestamp() less how
+-- long ago the relay got the row's PubAck (ack_ages_ms, zipped with ids).
+-- Not the transaction's now(), which is when the batch was claimed, before
+-- anything was sent.
 -- name: OutboxMarkPublished :execrows
-UPDATE outbox
-SET published_at = now(), last_error = NULL
-WHERE id = ANY (sqlc.arg(ids)::text[]) AND published_at IS NULL;
+UPDATE outbox AS o
+SET published_at = clock_timestamp() - a.ack_age_ms * interval '1 millisecond', last_error = NULL
+FROM (
+    SELECT unnest(sqlc.arg(ids)::text[]) AS id,
+           unnest(sqlc.arg(ack_ages_ms)::bigint[]) AS ack_age_ms
+) AS a
+WHERE o.id = a.id AND o.published_at IS NULL;
 
 -- OutboxMarkFailed records one failed publish per row and schedules the next
 -- try delay_ms from now; the delays (with jitter) are chosen by the caller.

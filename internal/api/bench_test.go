@@ -130,7 +130,7 @@ func BenchmarkCreatePaymentTracing(b *testing.B) {
 					_ = tp.Shutdown(context.Background())
 				})
 			}
-			bd := setupWith(b, setupOptions{providerHTTP: provider.PooledHTTP()})
+			bd := setupWith(b, setupOptions{providerHTTP: provider.PooledHTTP(provider.DefaultCallTimeout)})
 			c := bd.benchClient()
 			b.ReportAllocs()
 			cpu0 := processCPU()

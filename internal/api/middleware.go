@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acme/paymentsvc/internal/apperr"
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/ids"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/reqlog"
@@ -25,7 +26,10 @@ var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
 
 // observe gives every request an id (X-Request-Id honoured if sane, else
 // generated, and echoed), then logs one line and records metrics for it,
-// and (tracing on) names its span after the route.
+// and (tracing on) names its span after the route. Its context is one
+// db.WithStallScope: once one of its database calls gets no answer within
+// DATABASE_TIMEOUT, the rest fail at once, so the request answers 503
+// within that one wait.
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -35,7 +39,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", id)
 		fields := &reqlog.Fields{RequestID: id}
-		ctx := reqlog.With(r.Context(), fields)
+		ctx := db.WithStallScope(reqlog.With(r.Context(), fields))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {

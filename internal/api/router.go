@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -139,12 +138,15 @@ func allowed(routes chi.Routes, path string) string {
 	return strings.Join(ms, ", ")
 }
 
+// ready is /readyz: 200 while the database answers a ping, connection
+// included, within one DATABASE_TIMEOUT (the pool bounds each of the two
+// waits, and Bound both together), else 503 within that bound.
 func (s *server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.Draining.Load() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	ctx, cancel := s.Pool.Bound(r.Context())
 	defer cancel()
 	if err := s.Pool.Ping(ctx); err != nil {
 		s.log.WarnContext(ctx, "readiness: database unreachable", "err", err)

@@ -111,7 +111,7 @@ func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 func TestTracingSpanTreeOfCreate(t *testing.T) {
 	rec := withTracing(t)
 	seen := &traceparents{}
-	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(), simWrap: seen.wrap})
+	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(provider.DefaultCallTimeout), simWrap: seen.wrap})
 
 	const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
@@ -221,7 +221,7 @@ func TestTracingProviderRetriesAreSpans(t *testing.T) {
 			next.ServeHTTP(w, r)
 		}))
 	}
-	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(), simWrap: flaky})
+	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(provider.DefaultCallTimeout), simWrap: flaky})
 	r := b.pay(b.a, "traced-retry", visa("o-retry", 700))
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r)
 
@@ -256,7 +256,7 @@ func TestTracingOffSendsNoTraceparent(t *testing.T) {
 	t.Parallel()
 	require.False(t, tracing.Enabled())
 	seen := &traceparents{}
-	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(), simWrap: seen.wrap})
+	b := setupWith(t, setupOptions{providerHTTP: provider.PooledHTTP(provider.DefaultCallTimeout), simWrap: seen.wrap})
 	r := b.do(http.MethodPost, "/v1/payments", []byte(visa("o-untraced", 500)), map[string]string{
 		"Authorization": "Bearer " + b.a.APIKey, "Idempotency-Key": "untraced-1", "Content-Type": "application/json",
 		"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

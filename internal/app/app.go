@@ -8,6 +8,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
@@ -27,6 +28,8 @@ type Options struct {
 	// WaitForPrimary keeps trying, until ctx ends, while the database fails
 	// over (no host accepts writes yet): for a job started from cron.
 	WaitForPrimary bool
+	// DatabaseTimeout is DATABASE_TIMEOUT (zero: db.DefaultTimeout).
+	DatabaseTimeout time.Duration
 }
 
 // App is the wired service.
@@ -39,13 +42,14 @@ type App struct {
 // Open connects to the database (creating and migrating it as opt says) and
 // builds the provider client and the payments service on it. s must be valid.
 func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger) (*App, error) {
+	opt.DatabaseTimeout = s.DatabaseTimeout
 	pool, err := OpenDB(ctx, s.DatabaseURL, opt, log)
 	if err != nil {
 		return nil, err
 	}
 	// One HTTP client (its connection pools are per host), and one breaker
 	// and retry budget per provider.
-	httpClient := provider.PooledHTTP()
+	httpClient := provider.PooledHTTP(s.CallTimeout)
 	var (
 		provs []*provider.Resilient
 		ps    []payments.Provider
@@ -75,9 +79,11 @@ func OpenDB(ctx context.Context, databaseURL string, opt Options, log *slog.Logg
 	}
 	open := db.Open
 	if opt.WaitForPrimary {
-		open = func(ctx context.Context, url string) (*db.Pool, error) { return db.OpenRetry(ctx, url, log) }
+		open = func(ctx context.Context, url string, opts ...db.Option) (*db.Pool, error) {
+			return db.OpenRetry(ctx, url, log, opts...)
+		}
 	}
-	pool, err := open(ctx, databaseURL)
+	pool, err := open(ctx, databaseURL, db.WithTimeout(opt.DatabaseTimeout))
 	if err != nil {
 		return nil, err
 	}

@@ -11,25 +11,32 @@ import (
 
 const idemKeyComplete = `-- name: IdemKeyComplete :execrows
 UPDATE idempotency_keys
-SET response_code = $4, response_body = $5, locked_until = NULL, updated_at = now()
-WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL
+SET response_code = $1, response_body = $2, locked_until = NULL, updated_at = now(),
+    expires_at = now() + $3::bigint * interval '1 millisecond'
+WHERE tenant_id = $4 AND key = $5 AND lock_token = $6 AND response_code IS NULL
 `
 
 type IdemKeyCompleteParams struct {
+	ResponseCode *int32
+	ResponseBody []byte
+	KeyTtlMs     int64
 	TenantID     string
 	Key          string
 	LockToken    int64
-	ResponseCode *int32
-	ResponseBody []byte
 }
 
+// IdemKeyComplete stores the key's final answer; the key expires key_ttl_ms
+// from now, when the answer is stored, not from the key's creation: a
+// payment that stayed UNKNOWN for days still replays for the whole TTL
+// after it resolved.
 func (q *Queries) IdemKeyComplete(ctx context.Context, db DBTX, arg IdemKeyCompleteParams) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyComplete,
+		arg.ResponseCode,
+		arg.ResponseBody,
+		arg.KeyTtlMs,
 		arg.TenantID,
 		arg.Key,
 		arg.LockToken,
-		arg.ResponseCode,
-		arg.ResponseBody,
 	)
 	if err != nil {
 		return 0, err
@@ -42,12 +49,13 @@ UPDATE idempotency_keys
 SET response_code = $1::integer,
     response_body = convert_to($2::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || $3::text, 'UTF8'),
     locked_until  = NULL,
-    updated_at    = now()
-WHERE tenant_id = $4::text AND key = $5::text
-  AND lock_token = $6::bigint AND response_code IS NULL
+    updated_at    = now(),
+    expires_at    = now() + $4::bigint * interval '1 millisecond'
+WHERE tenant_id = $5::text AND key = $6::text
+  AND lock_token = $7::bigint AND response_code IS NULL
   AND EXISTS (
       SELECT 1 FROM payment_attempts AS a
-      WHERE a.id = $7::text AND a.status = $8::text AND a.xmin = pg_current_xact_id()::xid
+      WHERE a.id = $8::text AND a.status = $9::text AND a.xmin = pg_current_xact_id()::xid
   )
 RETURNING response_body
 `
@@ -56,6 +64,7 @@ type IdemKeyCompleteMovedParams struct {
 	ResponseCode int32
 	BodyHead     string
 	BodyTail     string
+	KeyTtlMs     int64
 	TenantID     string
 	Key          string
 	LockToken    int64
@@ -69,12 +78,14 @@ type IdemKeyCompleteMovedParams struct {
 // transaction's: xmin), the body being body_head || the time it set as
 // updated_at (now(), to the second) || body_tail, so the stored payment
 // carries its updated_at as committed. No row: nothing stored (the caller
-// takes the transaction-per-step path).
+// takes the transaction-per-step path). The expiry counts from now, as
+// IdemKeyComplete's.
 func (q *Queries) IdemKeyCompleteMoved(ctx context.Context, db DBTX, arg IdemKeyCompleteMovedParams) ([]byte, error) {
 	row := db.QueryRow(ctx, idemKeyCompleteMoved,
 		arg.ResponseCode,
 		arg.BodyHead,
 		arg.BodyTail,
+		arg.KeyTtlMs,
 		arg.TenantID,
 		arg.Key,
 		arg.LockToken,
@@ -320,19 +331,30 @@ func (q *Queries) IdemKeyLockOwned(ctx context.Context, db DBTX, arg IdemKeyLock
 
 const idemKeyRelease = `-- name: IdemKeyRelease :execrows
 UPDATE idempotency_keys
-SET locked_until = NULL, updated_at = now()
-WHERE tenant_id = $1 AND key = $2 AND lock_token = $3 AND response_code IS NULL
+SET locked_until = NULL, updated_at = now(),
+    expires_at = now() + $1::bigint * interval '1 millisecond'
+WHERE tenant_id = $2 AND key = $3 AND lock_token = $4 AND response_code IS NULL
 `
 
 type IdemKeyReleaseParams struct {
+	KeyTtlMs  int64
 	TenantID  string
 	Key       string
 	LockToken int64
 }
 
-// Release gives up ownership without a final response: the key stays resumable.
+// Release gives up ownership without a final response: the key stays
+// resumable. Its expiry counts from now too (gc never deletes the key of an
+// unresolved payment or refund anyway): should its subject become final
+// while this transaction holds the row (a webhook passes a held key over,
+// IdemKeyResolved), the key still lives a whole TTL from then.
 func (q *Queries) IdemKeyRelease(ctx context.Context, db DBTX, arg IdemKeyReleaseParams) (int64, error) {
-	result, err := db.Exec(ctx, idemKeyRelease, arg.TenantID, arg.Key, arg.LockToken)
+	result, err := db.Exec(ctx, idemKeyRelease,
+		arg.KeyTtlMs,
+		arg.TenantID,
+		arg.Key,
+		arg.LockToken,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -341,16 +363,18 @@ func (q *Queries) IdemKeyRelease(ctx context.Context, db DBTX, arg IdemKeyReleas
 
 const idemKeyReleaseMoved = `-- name: IdemKeyReleaseMoved :execrows
 UPDATE idempotency_keys
-SET locked_until = NULL, updated_at = now()
-WHERE tenant_id = $1::text AND key = $2::text
-  AND lock_token = $3::bigint AND response_code IS NULL
+SET locked_until = NULL, updated_at = now(),
+    expires_at = now() + $1::bigint * interval '1 millisecond'
+WHERE tenant_id = $2::text AND key = $3::text
+  AND lock_token = $4::bigint AND response_code IS NULL
   AND EXISTS (
       SELECT 1 FROM payment_attempts AS a
-      WHERE a.id = $4::text AND a.status = $5::text AND a.xmin = pg_current_xact_id()::xid
+      WHERE a.id = $5::text AND a.status = $6::text AND a.xmin = pg_current_xact_id()::xid
   )
 `
 
 type IdemKeyReleaseMovedParams struct {
+	KeyTtlMs  int64
 	TenantID  string
 	Key       string
 	LockToken int64
@@ -361,6 +385,7 @@ type IdemKeyReleaseMovedParams struct {
 // IdemKeyReleaseMoved is IdemKeyRelease under the same condition.
 func (q *Queries) IdemKeyReleaseMoved(ctx context.Context, db DBTX, arg IdemKeyReleaseMovedParams) (int64, error) {
 	result, err := db.Exec(ctx, idemKeyReleaseMoved,
+		arg.KeyTtlMs,
 		arg.TenantID,
 		arg.Key,
 		arg.LockToken,
@@ -430,6 +455,45 @@ func (q *Queries) IdemKeyRenewNew(ctx context.Context, db DBTX, arg IdemKeyRenew
 		arg.TenantID,
 		arg.Key,
 		arg.AttemptID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const idemKeyResolved = `-- name: IdemKeyResolved :execrows
+UPDATE idempotency_keys
+SET expires_at = now() + $1::bigint * interval '1 millisecond'
+WHERE (tenant_id, key) IN (
+    SELECT k.tenant_id, k.key FROM idempotency_keys AS k
+    WHERE (k.attempt_id = $2::text OR k.refund_id = $3::text
+           OR k.capture_id = $4::text)
+      AND k.response_code IS NULL
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type IdemKeyResolvedParams struct {
+	KeyTtlMs  int64
+	AttemptID *string
+	RefundID  *string
+	CaptureID *string
+}
+
+// IdemKeyResolved starts the expiry of the key of a payment (attempt_id),
+// a refund (refund_id) or a capture or void (capture_id) whose answer became
+// final without it (a webhook):
+// key_ttl_ms from now. A key whose row a request holds right now is passed
+// over (SKIP LOCKED): that request ends its ownership itself (complete or
+// release), which starts the expiry then, and waiting for it here would
+// take the key's row after the subject's, against the lock order.
+func (q *Queries) IdemKeyResolved(ctx context.Context, db DBTX, arg IdemKeyResolvedParams) (int64, error) {
+	result, err := db.Exec(ctx, idemKeyResolved,
+		arg.KeyTtlMs,
+		arg.AttemptID,
+		arg.RefundID,
+		arg.CaptureID,
 	)
 	if err != nil {
 		return 0, err

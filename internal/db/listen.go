@@ -2,10 +2,12 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Listener keeps a session LISTENing for the NOTIFYs of one channel and
@@ -27,13 +29,24 @@ type Listener struct {
 	Up chan<- struct{}
 	// Backoff is the wait before reconnect number failures+1.
 	Backoff func(failures int) time.Duration
-	Log     *slog.Logger
+	// Ping is how long the session may stay quiet before it is pinged: a
+	// partition leaves a session open and silent, which looks just like
+	// nothing being committed; a ping that gets no answer within the pool's
+	// DATABASE_TIMEOUT replaces the session. 0: DefaultListenPing.
+	Ping time.Duration
+	Log  *slog.Logger
 }
+
+// DefaultListenPing is a Listener's Ping when it sets none.
+const DefaultListenPing = 5 * time.Second
 
 // Run listens until ctx ends. The session's settings are pool's: with
 // several hosts and target_session_attrs=read-write it finds the new
 // primary after a failover.
 func (l Listener) Run(ctx context.Context, pool *Pool) {
+	if l.Ping <= 0 {
+		l.Ping = DefaultListenPing
+	}
 	failures := 0
 	for {
 		err := l.once(ctx, pool, func() {
@@ -63,27 +76,49 @@ func (l Listener) Run(ctx context.Context, pool *Pool) {
 
 // once uses a connection of its own rather than one of the pool's: a
 // LISTENing session must not go back to the pool, and a worker should not
-// hold one of the slots the API needs.
+// hold one of the slots the API needs. It has the pool's settings (its
+// dial's keepalives and TCP_USER_TIMEOUT included), and each of its waits
+// on the database is bounded by the pool's DATABASE_TIMEOUT: the connect,
+// the LISTEN, and a ping whenever no notification came for Ping.
 func (l Listener) once(ctx context.Context, pool *Pool, listening func()) error {
-	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	cctx, cancel := pool.Bound(ctx)
+	conn, err := pgx.ConnectConfig(cctx, pool.Config().ConnConfig.Copy())
+	cancel()
 	if err != nil {
 		return err
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		cctx, cancel := pool.Bound(context.WithoutCancel(ctx))
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if err := l.Listen(ctx, conn); err != nil {
+	lctx, cancel := pool.Bound(ctx)
+	err = l.Listen(lctx, conn)
+	cancel()
+	if err != nil {
 		return err
 	}
 	listening()
 	Signal(l.Wake)
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, l.Ping)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			Signal(l.Wake)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !pgconn.Timeout(err):
 			return err
+		default: // quiet for Ping: is the server still there?
+			pctx, cancel := pool.Bound(ctx)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ping of the LISTEN session: %w", err)
+			}
 		}
-		Signal(l.Wake)
 	}
 }
 

@@ -24,18 +24,40 @@ import (
 // migrateLockID is the advisory lock that serialises migrations of pods starting together.
 const migrateLockID int64 = 0x7061796d656e7473 // "payments"
 
-// DefaultConnectTimeout bounds a new connection when DATABASE_URL sets no
-// connect_timeout: a database that does not answer at all (a dead host, a
-// partition) makes a request fail as unavailable after it, instead of
-// hanging it.
-const DefaultConnectTimeout = 5 * time.Second
+// DefaultConnectTimeout is the bound of a new connection when DATABASE_URL
+// sets no connect_timeout and DATABASE_TIMEOUT is not set: DefaultTimeout.
+const DefaultConnectTimeout = DefaultTimeout
+
+// Option is a setting of Open.
+type Option func(*options)
+
+type options struct{ timeout time.Duration }
+
+// WithTimeout sets DATABASE_TIMEOUT: the bound of every wait on the
+// database (Pool.Timeout), of a new connection unless DATABASE_URL sets
+// connect_timeout, and of the kernel's patience with a silent connection
+// (dialFunc). Zero or negative: DefaultTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
 
 // Open connects a pool to databaseURL. Unless the URL sets pool_max_conns,
-// the pool has DefaultMaxConns connections; every wait for one is bounded by
-// DefaultAcquireTimeout. A connection that the server says cannot serve us
-// (see ErrUnavailable) is discarded, not reused. With tracing on, every
-// statement is a span (tracing.PgxTracer).
-func Open(ctx context.Context, databaseURL string) (*Pool, error) {
+// the pool has DefaultMaxConns connections. Every wait on it is bounded by
+// DATABASE_TIMEOUT (WithTimeout; DefaultTimeout by default), and so is a
+// new connection unless the URL sets connect_timeout: a database that does
+// not answer at all (a dead host, a partition) makes a request fail as
+// unavailable after it, instead of hanging it. A connection that the server
+// says cannot serve us (see ErrUnavailable), or that did not answer in
+// time, is discarded, not reused. With tracing on, every statement is a
+// span (tracing.PgxTracer).
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Pool, error) {
+	o := options{timeout: DefaultTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.timeout <= 0 {
+		o.timeout = DefaultTimeout
+	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -44,8 +66,9 @@ func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 		cfg.MaxConns = DefaultMaxConns()
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+		cfg.ConnConfig.ConnectTimeout = o.timeout
 	}
+	cfg.ConnConfig.DialFunc = dialFunc(cfg.ConnConfig.ConnectTimeout, o.timeout)
 	cfg.ConnConfig.OnPgError = discardOnUnavailable(cfg.ConnConfig.OnPgError)
 	if t := tracing.PgxTracer(); t != nil { // tracing on: a span per statement
 		cfg.ConnConfig.Tracer = t
@@ -54,7 +77,7 @@ func Open(ctx context.Context, databaseURL string) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	pool := &Pool{Pool: pgxPool, AcquireTimeout: DefaultAcquireTimeout}
+	pool := &Pool{Pool: pgxPool, Timeout: o.timeout}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)

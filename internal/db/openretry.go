@@ -25,14 +25,14 @@ const (
 // up. While a server answers like that, OpenRetry tries again with jittered
 // backoff until it connects or ctx ends (ctx is the bound). Any other error,
 // including no server answering at all, is returned at once: waiting would
-// only delay the job's failure.
-func OpenRetry(ctx context.Context, databaseURL string, log *slog.Logger) (*Pool, error) {
+// only delay the job's failure. opts are Open's.
+func OpenRetry(ctx context.Context, databaseURL string, log *slog.Logger, opts ...Option) (*Pool, error) {
 	if _, err := pgxpool.ParseConfig(databaseURL); err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	wait := openRetryMin
 	for try := 1; ; try++ {
-		pool, err := Open(ctx, databaseURL)
+		pool, err := Open(ctx, databaseURL, opts...)
 		if err == nil {
 			if try > 1 {
 				log.Info("database reachable", "tries", try)

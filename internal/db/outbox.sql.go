@@ -284,13 +284,27 @@ func (q *Queries) OutboxMarkFailed(ctx context.Context, db DBTX, arg OutboxMarkF
 }
 
 const outboxMarkPublished = `-- name: OutboxMarkPublished :execrows
-UPDATE outbox
-SET published_at = now(), last_error = NULL
-WHERE id = ANY ($1::text[]) AND published_at IS NULL
+UPDATE outbox AS o
+SET published_at = clock_timestamp() - a.ack_age_ms * interval '1 millisecond', last_error = NULL
+FROM (
+    SELECT unnest($1::text[]) AS id,
+           unnest($2::bigint[]) AS ack_age_ms
+) AS a
+WHERE o.id = a.id AND o.published_at IS NULL
 `
 
-func (q *Queries) OutboxMarkPublished(ctx context.Context, db DBTX, ids []string) (int64, error) {
-	result, err := db.Exec(ctx, outboxMarkPublished, ids)
+type OutboxMarkPublishedParams struct {
+	Ids       []string
+	AckAgesMs []int64
+}
+
+// OutboxMarkPublished marks each row published when JetStream acknowledged
+// it, on the database clock: this statement's clock_timestamp() less how
+// long ago the relay got the row's PubAck (ack_ages_ms, zipped with ids).
+// Not the transaction's now(), which is when the batch was claimed, before
+// anything was sent.
+func (q *Queries) OutboxMarkPublished(ctx context.Context, db DBTX, arg OutboxMarkPublishedParams) (int64, error) {
+	result, err := db.Exec(ctx, outboxMarkPublished, arg.Ids, arg.AckAgesMs)
 	if err != nil {
 		return 0, err
 	}

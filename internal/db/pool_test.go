@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/db"
@@ -55,4 +56,32 @@ func TestPoolDefaultSize(t *testing.T) {
 	pool := testdb.New(t).Pool
 	require.Equal(t, db.DefaultMaxConns(), pool.Config().MaxConns)
 	require.GreaterOrEqual(t, db.DefaultMaxConns(), int32(16))
+}
+
+// Rows and batch results closed twice (a deferred Close after an explicit
+// one) give their connection back once: nothing panics, and the one
+// connection of the pool serves the next query.
+func TestPoolClosingTwiceReleasesOnce(t *testing.T) {
+	t.Parallel()
+	pool, err := db.Open(t.Context(), testdb.New(t).URL+"&pool_max_conns=1")
+	require.NoError(t, err)
+	defer pool.Close()
+	ctx := t.Context()
+	rows, err := pool.Query(ctx, `SELECT generate_series(1, 3)`)
+	require.NoError(t, err)
+	for rows.Next() {
+	}
+	rows.Close()
+	rows.Close()
+	var b pgx.Batch
+	b.Queue(`SELECT 1`)
+	br := pool.SendBatch(ctx, &b)
+	_, err = br.Exec()
+	require.NoError(t, err)
+	require.NoError(t, br.Close())
+	_ = br.Close()
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT 2`).Scan(&n))
+	require.Equal(t, 2, n)
+	require.EqualValues(t, 1, pool.Stat().TotalConns())
 }

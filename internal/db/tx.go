@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,9 +62,10 @@ func ConstraintName(err error) string {
 // WithTx runs fn in a transaction and commits it if fn returns nil. A
 // connection not acquired within ctx's deadline is ErrUnavailable. A failed
 // COMMIT is returned as is (Translate makes it ErrUnavailable when the
-// connection failed): it may have taken effect. The rollback does not use
-// ctx: a cancelled request must still release its transaction promptly
-// rather than leave it to the pool.
+// connection failed or did not answer within DATABASE_TIMEOUT): it may
+// have taken effect. The rollback is detached from ctx (bounded by
+// DATABASE_TIMEOUT, as every statement is): a cancelled request must still
+// release its transaction promptly rather than leave it to the pool.
 func WithTx(ctx context.Context, pool *Pool, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -76,11 +76,7 @@ func WithTx(ctx context.Context, pool *Pool, fn func(tx pgx.Tx) error) error {
 		}
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = tx.Rollback(rctx) // no-op after a commit
-	}()
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after a commit
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -15,8 +15,11 @@ import (
 // Config holds the lock and retention periods of keys.
 type Config struct {
 	LockTTL time.Duration // how long an in-progress key stays locked to its owner
-	KeyTTL  time.Duration // how long a key and its response are kept
+	KeyTTL  time.Duration // how long a key and its response are kept, from when the response is stored
 }
+
+// DefaultKeyTTL is IDEMPOTENCY_KEY_TTL's default.
+const DefaultKeyTTL = 48 * time.Hour
 
 // Outcome is what Acquire found.
 type Outcome int
@@ -38,6 +41,27 @@ type Lock struct {
 	TenantID string
 	Key      string
 	Token    int64
+	// keyTTL is the Config.KeyTTL of whoever took the lock: the key expires
+	// that long after its owner stores the final answer (Complete).
+	keyTTL time.Duration
+}
+
+// lockOf is the lock of (tenantID, key) under token, taken with cfg.
+func lockOf(cfg Config, tenantID, key string, token int64) Lock {
+	return Lock{TenantID: tenantID, Key: key, Token: token, keyTTL: cfg.KeyTTL}
+}
+
+// keyTTLms is how long after its final answer (or its release) l's key is
+// kept, in milliseconds: the owner's IDEMPOTENCY_KEY_TTL. The one rule of a
+// key's expiry is here: it counts from the moment its owner stores the
+// answer, whatever stores it (Complete, QueueCompleteMoved, and every
+// operation that finishes a key through them). A Lock made by hand, not by
+// Acquire or a takeover, keeps keys for DefaultKeyTTL.
+func (l Lock) keyTTLms() int64 {
+	if l.keyTTL > 0 {
+		return l.keyTTL.Milliseconds()
+	}
+	return DefaultKeyTTL.Milliseconds()
 }
 
 // Result is Acquire's answer.
@@ -133,7 +157,7 @@ func insert(ctx context.Context, pool *db.Pool, cfg Config, tenantID, key string
 			return err
 		}
 		inserted = true
-		res = Result{Outcome: Owned, Lock: Lock{tenantID, key, token}, AttemptID: r.attemptID, RefundID: r.refundID, CaptureID: r.captureID, Created: true}
+		res = Result{Outcome: Owned, Lock: lockOf(cfg, tenantID, key, token), AttemptID: r.attemptID, RefundID: r.refundID, CaptureID: r.captureID, Created: true}
 		return nil
 	})
 	if err != nil {
@@ -203,7 +227,7 @@ func takeover(ctx context.Context, q db.DBTX, cfg Config, tenantID, key string, 
 	if err != nil {
 		return Lock{}, false, fmt.Errorf("take over key: %w", err)
 	}
-	return Lock{tenantID, key, token}, true, nil
+	return lockOf(cfg, tenantID, key, token), true, nil
 }
 
 // TakeOverForAttempt claims the key of attemptID the way a retrying request

@@ -20,4 +20,14 @@
 //
 // Every write an owner makes afterwards (complete, release) is conditional
 // on its lock_token, so an owner that lost its lock writes nothing.
+//
+// # Expiry
+//
+// A key is kept for the owner's KeyTTL from the moment its final answer is
+// stored (Complete, QueueCompleteMoved; the rule is Lock.keyTTLms), not from
+// its creation: a payment that stayed UNKNOWN for days still replays for the
+// whole TTL after it resolved. A payment or refund a webhook makes final
+// without its key starts the key's expiry the same way (ResolvedAttempt,
+// ResolvedRefund). DeleteExpired (reconciler gc) then deletes keys past
+// their expiry whose payment or refund is final, never a held one.
 package idempotency

@@ -66,7 +66,7 @@ func QueueInsert(p *db.Pipeline, cfg Config, tenantID, key string, fp []byte, at
 		} else if err != nil {
 			return err
 		}
-		in.Lock, in.OK = Lock{TenantID: tenantID, Key: key, Token: token}, true
+		in.Lock, in.OK = lockOf(cfg, tenantID, key, token), true
 		return nil
 	})
 	return in
@@ -95,11 +95,12 @@ type Completed struct {
 
 // QueueCompleteMoved queues Complete of l with the response code and body
 // (stamped with the time the transaction moves the attempt at), only if the
-// same transaction moved attempt attemptID into status.
+// same transaction moved attempt attemptID into status; the key's expiry
+// counts from then, as Complete's.
 func QueueCompleteMoved(p *db.Pipeline, l Lock, attemptID, status string, code int, body db.Stamped) *Completed {
 	c := &Completed{}
 	arg := db.IdemKeyCompleteMovedParams{
-		ResponseCode: int32(code), BodyHead: body.Head, BodyTail: body.Tail,
+		ResponseCode: int32(code), BodyHead: body.Head, BodyTail: body.Tail, KeyTtlMs: l.keyTTLms(),
 		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, AttemptID: attemptID, Status: status,
 	}
 	p.Add(func(ctx context.Context, q db.DBTX) error {
@@ -119,7 +120,7 @@ func QueueCompleteMoved(p *db.Pipeline, l Lock, attemptID, status string, code i
 // attempt attemptID into status.
 func QueueReleaseMoved(p *db.Pipeline, l Lock, attemptID, status string) *Completed {
 	c := &Completed{}
-	arg := db.IdemKeyReleaseMovedParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, AttemptID: attemptID, Status: status}
+	arg := db.IdemKeyReleaseMovedParams{KeyTtlMs: l.keyTTLms(), TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, AttemptID: attemptID, Status: status}
 	p.Add(func(ctx context.Context, q db.DBTX) error {
 		n, err := db.Q.IdemKeyReleaseMoved(ctx, q, arg)
 		c.OK = n == 1

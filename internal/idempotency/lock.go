@@ -30,10 +30,11 @@ func Renew(ctx context.Context, tx db.DBTX, l Lock, ttl time.Duration) (bool, er
 }
 
 // Complete stores the final response under l and unlocks the key; false if
-// l no longer owns it.
+// l no longer owns it. The key expires l's key TTL from now (keyTTLms).
 func Complete(ctx context.Context, tx db.DBTX, l Lock, code int, body []byte) (bool, error) {
 	n, err := db.Q.IdemKeyComplete(ctx, tx, db.IdemKeyCompleteParams{
 		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, ResponseCode: ptr(int32(code)), ResponseBody: body,
+		KeyTtlMs: l.keyTTLms(),
 	})
 	return n == 1, err
 }
@@ -41,7 +42,9 @@ func Complete(ctx context.Context, tx db.DBTX, l Lock, code int, body []byte) (b
 // Release unlocks the key without a final response, so that the next
 // request with it resumes the attempt; false if l no longer owns it.
 func Release(ctx context.Context, q db.DBTX, l Lock) (bool, error) {
-	n, err := db.Q.IdemKeyRelease(ctx, q, db.IdemKeyReleaseParams{TenantID: l.TenantID, Key: l.Key, LockToken: l.Token})
+	n, err := db.Q.IdemKeyRelease(ctx, q, db.IdemKeyReleaseParams{
+		TenantID: l.TenantID, Key: l.Key, LockToken: l.Token, KeyTtlMs: l.keyTTLms(),
+	})
 	return n == 1, err
 }
 

@@ -51,7 +51,7 @@ func insertCompleted(ctx context.Context, pool *db.Pool, cfg Config, tenantID, k
 		if err != nil {
 			return err
 		}
-		l := Lock{tenantID, key, token}
+		l := lockOf(cfg, tenantID, key, token)
 		ok, err := Complete(ctx, tx, l, code, body)
 		if err != nil {
 			return fmt.Errorf("store the answer of key %q: %w", key, err)

@@ -344,7 +344,8 @@ func TestOrderGuardRefusesSecondKeyAndLeavesNoKeyRow(t *testing.T) {
 // holds its lock (docs/operations.md, "reconciler gc"): holding is the lock
 // (locked_until, through the provider call), not only a row lock of a
 // running transaction. A key taken over past its expiry, whose payment a
-// webhook made final during the call, is still its owner's to complete.
+// webhook made final during the call, is still its owner's to complete; its
+// answer then starts its expiry anew (§19).
 func TestDeleteExpiredSkipsAKeyARequestHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -363,7 +364,12 @@ func TestDeleteExpiredSkipsAKeyARequestHolds(t *testing.T) {
 
 	n, err = idempotency.DeleteExpired(ctx, b.pool, 100)
 	require.NoError(t, err)
-	require.Equal(t, 1, n, "completed, it goes")
+	require.Zero(t, n, "answered now, it is kept a whole TTL from now")
+	_, err = b.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 hour' WHERE tenant_id = $1`, b.tenant)
+	require.NoError(t, err)
+	n, err = idempotency.DeleteExpired(ctx, b.pool, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "once that TTL has passed, it goes")
 	require.Zero(t, b.keyRows(held.IdempotencyKey))
 }
 

@@ -103,29 +103,40 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(backlogUpDesc, prometheus.GaugeValue, 1)
 }
 
-var (
-	backlogMu  sync.Mutex
-	backlogReg *BacklogCollector
-)
+// backlogReg is the registered BacklogCollector.
+var backlogReg replaceable
 
 // RegisterBacklog registers a BacklogCollector reading with read in Registry,
 // replacing one registered before (a process that serves twice, as tests
 // do), and returns a function that unregisters it.
 func RegisterBacklog(read ReadBacklog, log *slog.Logger) (unregister func()) {
-	backlogMu.Lock()
-	defer backlogMu.Unlock()
-	if backlogReg != nil {
-		Registry.Unregister(backlogReg)
+	return backlogReg.register(NewBacklogCollector(read, log))
+}
+
+// replaceable is a collector slot of Registry that a new registration
+// takes over: a process that serves twice (as tests do) reports the
+// current service's values.
+type replaceable struct {
+	mu sync.Mutex
+	c  prometheus.Collector
+}
+
+// register puts c in the slot, unregistering the one before, and returns
+// the function that unregisters c (and does nothing once c was replaced).
+func (r *replaceable) register(c prometheus.Collector) (unregister func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.c != nil {
+		Registry.Unregister(r.c)
 	}
-	c := NewBacklogCollector(read, log)
 	Registry.MustRegister(c)
-	backlogReg = c
+	r.c = c
 	return func() {
-		backlogMu.Lock()
-		defer backlogMu.Unlock()
-		if backlogReg == c {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.c == c {
 			Registry.Unregister(c)
-			backlogReg = nil
+			r.c = nil
 		}
 	}
 }

@@ -125,3 +125,11 @@ var (
 		Name: "paymentsvc_merchant_webhook_oldest_pending_age_seconds", Help: "Age of the oldest pending merchant webhook delivery.",
 	}))
 )
+
+// Database.
+var (
+	DatabaseTimeouts = register(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paymentsvc_database_timeouts_total",
+		Help: "Database statements, batches and COMMITs that got no answer within DATABASE_TIMEOUT (their connection was discarded).",
+	}))
+)

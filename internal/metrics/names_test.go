@@ -24,7 +24,7 @@ func TestDocumentedMetricsExist(t *testing.T) {
 		ProviderCalls, ProviderCallDuration, ProviderRetries, ProviderChargeOutcomes, ProviderRefundOutcomes, ProviderHoldOutcomes, BreakerState,
 		WebhookOutcomes, OutboxPending, OutboxOldestAge, OutboxPublished, OutboxPublishErrors,
 		MerchantWebhookAttempts, MerchantWebhookAttemptDuration, MerchantWebhookDeliveries, MerchantWebhookPending, MerchantWebhookOldestAge,
-		NewBacklogCollector(nil, nil),
+		NewBacklogCollector(nil, nil), DatabaseTimeouts, &poolCollector{},
 	} {
 		c.Describe(descs)
 	}

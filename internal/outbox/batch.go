@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -57,11 +58,11 @@ func (r *Relay) publishBatch(ctx context.Context, js jetstream.JetStream) (batch
 		if err := db.Q.OutboxBoundIdle(ctx, tx, r.cfg.BatchTimeout.Milliseconds()); err != nil {
 			return fmt.Errorf("bound idle claim: %w", err)
 		}
-		errs := r.publish(ctx, js, rows, &res)
+		acks := r.publish(ctx, js, rows, &res)
 		if h := r.cfg.hooks.afterPublish; h != nil {
 			h()
 		}
-		return r.mark(ctx, tx, rows, errs, &res)
+		return r.mark(ctx, tx, rows, acks, &res)
 	})
 	metrics.OutboxPublishErrors.Add(float64(res.failed))
 	if err != nil {
@@ -78,11 +79,19 @@ func (r *Relay) publishBatch(ctx context.Context, js jetstream.JetStream) (batch
 	return res, nil
 }
 
+// ack is how a row's publish ended: its failure, or (err nil) when its
+// PubAck arrived.
+type ack struct {
+	err error
+	at  time.Time
+}
+
 // publish sends every row asynchronously and then waits for the PubAcks, so
 // a batch costs about one round trip rather than one per row. It returns
-// each row's failure, nil for an acknowledged row.
-func (r *Relay) publish(ctx context.Context, js jetstream.JetStream, rows []db.OutboxClaimRow, res *batchResult) []error {
+// each row's outcome.
+func (r *Relay) publish(ctx context.Context, js jetstream.JetStream, rows []db.OutboxClaimRow, res *batchResult) []ack {
 	errs := make([]error, len(rows))
+	acked := make([]time.Time, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
 	for i, row := range rows {
 		data, err := eventFromRow(row).marshal(r.cfg.Source)
@@ -107,8 +116,9 @@ func (r *Relay) publish(ctx context.Context, js jetstream.JetStream, rows []db.O
 			continue
 		}
 		select {
-		case ack := <-f.Ok():
-			if ack.Duplicate {
+		case pa := <-f.Ok():
+			acked[i] = time.Now()
+			if pa.Duplicate {
 				res.duplicates++
 			}
 		case err := <-f.Err():
@@ -117,17 +127,24 @@ func (r *Relay) publish(ctx context.Context, js jetstream.JetStream, rows []db.O
 			errs[i] = fmt.Errorf("waiting for PubAck: %w", wait.Err())
 		}
 	}
-	return errs
+	acks := make([]ack, len(rows))
+	for i := range rows {
+		acks[i] = ack{err: errs[i], at: acked[i]}
+	}
+	return acks
 }
 
-// mark records the outcome of each row in the claiming transaction.
-func (r *Relay) mark(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, errs []error, res *batchResult) error {
+// mark records the outcome of each row in the claiming transaction: an
+// acknowledged row is published as of its PubAck (published_at).
+func (r *Relay) mark(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, acks []ack, res *batchResult) error {
 	var sent, failed, msgs []string
-	var delays []int64
+	var ackAges, delays []int64
+	now := time.Now()
 	for i, row := range rows {
-		err := errs[i]
+		err := acks[i].err
 		if err == nil {
 			sent = append(sent, row.ID)
+			ackAges = append(ackAges, now.Sub(acks[i].at).Milliseconds())
 			continue
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
@@ -143,10 +160,10 @@ func (r *Relay) mark(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, e
 	}
 	res.failed = len(failed)
 	if len(sent) > 0 {
-		if _, err := db.Q.OutboxMarkPublished(ctx, tx, sent); err != nil {
+		if _, err := db.Q.OutboxMarkPublished(ctx, tx, db.OutboxMarkPublishedParams{Ids: sent, AckAgesMs: ackAges}); err != nil {
 			return fmt.Errorf("mark published: %w", err)
 		}
-		if err := r.fanout(ctx, tx, rows, errs); err != nil {
+		if err := r.fanout(ctx, tx, rows, acks); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/outbox"
+	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // BenchmarkRelayThroughput measures how fast relays drain a backlog: each
@@ -19,7 +20,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		{100, 1}, {500, 1}, {100, 2},
 	} {
 		b.Run(fmt.Sprintf("batch=%d/relays=%d", bc.batch, bc.relays), func(b *testing.B) {
-			srv := startNATSServer(b)
+			srv := testkit.StartNATSServer(b)
 			bb := setup(b, srv.URL)
 			var published atomic.Int64
 			progress := make(chan struct{}, 1)

@@ -17,10 +17,18 @@ const (
 	DefaultStream         = "PAYMENTS"
 	DefaultStreamSubjects = "payments.>"
 	DefaultSource         = "paymentsvc"
-	DefaultPublishTimeout = 10 * time.Second
+	DefaultPublishTimeout = 5 * time.Second
 	DefaultBatchTimeout   = 30 * time.Second
+	DefaultPingInterval   = time.Second
+	DefaultFlushTimeout   = 2 * time.Second
+	DefaultListenPing     = 5 * time.Second
 	DefaultBackoffMin     = time.Second
 	DefaultBackoffMax     = time.Minute
+
+	// MaxPingsOutstanding is how many of the relay's pings may go unanswered
+	// before the client takes the server for gone and reconnects: a silent
+	// server is noticed within (MaxPingsOutstanding + 1) × PingInterval.
+	MaxPingsOutstanding = 2
 
 	// MaxBatchSize bounds a batch: its rows stay locked, and its PubAcks in
 	// flight, until the whole batch is settled.
@@ -56,6 +64,21 @@ type Config struct {
 	Source string
 	// PublishTimeout bounds the wait for the PubAcks of one batch.
 	PublishTimeout time.Duration
+	// PingInterval is how often the NATS client pings the server; after
+	// MaxPingsOutstanding unanswered pings it drops the connection (the
+	// batch's PubAcks in flight fail at once) and reconnects. nats.go's own
+	// default, two minutes, would leave a silent server unnoticed for
+	// minutes.
+	PingInterval time.Duration
+	// FlushTimeout bounds each write of the client to the server's socket
+	// (nats.FlusherTimeout): a server that stops reading fails the write
+	// instead of holding it.
+	FlushTimeout time.Duration
+	// ListenPing is how long the LISTEN session may stay quiet before the
+	// relay pings it (bounded by DATABASE_TIMEOUT): a session whose server
+	// went silent is replaced instead of waited on for ever, which would
+	// leave every event to the poll.
+	ListenPing time.Duration
 	// BatchTimeout bounds one batch's transaction: claim, publish, mark.
 	// The server also ends the transaction (and frees its rows for the
 	// other relays) once it has been idle that long, should the relay go
@@ -115,6 +138,15 @@ func (c Config) withDefaults() Config {
 	if c.BatchTimeout == 0 {
 		c.BatchTimeout = DefaultBatchTimeout
 	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.ListenPing == 0 {
+		c.ListenPing = DefaultListenPing
+	}
 	if c.BackoffMin == 0 {
 		c.BackoffMin = DefaultBackoffMin
 	}
@@ -138,6 +170,9 @@ func (c Config) validate() error {
 	if c.PublishTimeout <= 0 || c.BatchTimeout <= c.PublishTimeout {
 		// The marks must still fit in the transaction after the PubAck wait.
 		errs = append(errs, fmt.Errorf("need 0 < PublishTimeout (%s) < BatchTimeout (%s)", c.PublishTimeout, c.BatchTimeout))
+	}
+	if c.PingInterval <= 0 || c.FlushTimeout <= 0 || c.ListenPing <= 0 {
+		errs = append(errs, fmt.Errorf("need PingInterval (%s), FlushTimeout (%s) and ListenPing (%s) positive", c.PingInterval, c.FlushTimeout, c.ListenPing))
 	}
 	if c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
 		errs = append(errs, fmt.Errorf("need 0 < BackoffMin (%s) <= BackoffMax (%s)", c.BackoffMin, c.BackoffMax))

@@ -18,6 +18,10 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, "paymentsvc", c.Source)
 	require.Equal(t, []string{"payments.>"}, c.StreamSubjects)
 	require.Equal(t, 1, c.StreamReplicas)
+	// A silent server is noticed within seconds (§19).
+	require.Equal(t, time.Second, c.PingInterval)
+	require.Equal(t, 2*time.Second, c.FlushTimeout)
+	require.Equal(t, 5*time.Second, c.PublishTimeout)
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -37,6 +41,9 @@ func TestConfigValidate(t *testing.T) {
 		"six replicas":         {func(c *Config) { c.StreamReplicas = 6 }, "StreamReplicas"},
 		"negative replicas":    {func(c *Config) { c.StreamReplicas = -1 }, "StreamReplicas"},
 		"retry past window":    {func(c *Config) { c.BackoffMax = MinDuplicateWindow }, "duplicate window"},
+		"negative ping":        {func(c *Config) { c.PingInterval = -time.Second }, "PingInterval"},
+		"negative flush":       {func(c *Config) { c.FlushTimeout = -time.Second }, "FlushTimeout"},
+		"negative listen ping": {func(c *Config) { c.ListenPing = -time.Second }, "ListenPing"},
 	} {
 		c := Config{}
 		tc.mod(&c)

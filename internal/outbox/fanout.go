@@ -30,14 +30,14 @@ type Published struct {
 // stay in the outbox until Fanout succeeds.
 type Fanout func(ctx context.Context, tx pgx.Tx, events []Published) error
 
-// fanout hands the acknowledged rows (errs[i] == nil) to Config.Fanout.
-func (r *Relay) fanout(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, errs []error) error {
+// fanout hands the acknowledged rows (acks[i].err == nil) to Config.Fanout.
+func (r *Relay) fanout(ctx context.Context, tx pgx.Tx, rows []db.OutboxClaimRow, acks []ack) error {
 	if r.cfg.Fanout == nil {
 		return nil
 	}
 	events := make([]Published, 0, len(rows))
 	for i, row := range rows {
-		if errs[i] == nil {
+		if acks[i].err == nil {
 			events = append(events, Published{ID: row.ID, Type: row.Type, PaymentID: row.PaymentID, Payload: row.Payload, CreatedAt: row.CreatedAt})
 		}
 	}

@@ -20,7 +20,7 @@ const listenRetryMax = 5 * time.Second
 // relay need not sit out the rest of its own backoff.
 func (r *Relay) listen(ctx context.Context, wake, up chan<- struct{}) {
 	db.Listener{
-		Name: "outbox", Listen: db.Q.OutboxListen, Wake: wake, Up: up, Log: r.log,
+		Name: "outbox", Listen: db.Q.OutboxListen, Wake: wake, Up: up, Log: r.log, Ping: r.cfg.ListenPing,
 		Backoff: func(failures int) time.Duration {
 			return backoff(failures, r.cfg.BackoffMin, min(r.cfg.BackoffMax, listenRetryMax))
 		},

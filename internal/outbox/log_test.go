@@ -17,7 +17,7 @@ import (
 func TestRelayLogsDurationsAsText(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testkit.NATSURL())
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cfg := b.cfg
 	cfg.Logger = slog.New(slog.NewJSONHandler(&out, nil))
 	runRelay(t, newRelay(t, b.db.Pool, cfg))

@@ -21,7 +21,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 		t.Skip("stops and restarts a NATS server; skipped with -short")
 	}
 	t.Parallel()
-	srv := startNATSServer(t)
+	srv := testkit.StartNATSServer(t)
 	b := setup(t, srv.URL)
 	ids := b.insertEvents(t, 300)
 
@@ -35,7 +35,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 		// Stop the server while the relay has half a batch in flight.
 		if sent.Add(1) == 105 {
 			once.Do(func() {
-				srv.stop()
+				srv.Stop()
 				close(down)
 			})
 		}
@@ -52,7 +52,7 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, pending, 100, "rows pending during the outage: at least the 100 new ones")
 
-	srv.start()
+	srv.Start()
 	waitDrained(t, b.db.Pool, 60*time.Second)
 
 	requireEachOnce(t, b.js, cfg.Stream, ids)
@@ -71,14 +71,14 @@ func TestRelayStartsBeforeNATS(t *testing.T) {
 		t.Skip("waits for a NATS server started late; skipped with -short")
 	}
 	t.Parallel()
-	srv := newNATSServer(t)
+	srv := testkit.NewNATSServer(t)
 	b := setup(t, testkit.NATSURL()) // for the database; the relay uses srv
 	cfg := b.cfg
 	cfg.NATSURL = srv.URL
 	ids := b.insertEvents(t, 20)
 
 	runRelay(t, newRelay(t, b.db.Pool, cfg))
-	srv.start()
+	srv.Start()
 	waitDrained(t, b.db.Pool, 60*time.Second)
 
 	_, js := testkit.JetStream(t, srv.URL)

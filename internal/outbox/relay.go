@@ -79,6 +79,11 @@ func (r *Relay) Run(ctx context.Context) error {
 func (r *Relay) connect(ctx context.Context, connected chan<- struct{}) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("paymentsvc-outbox-relay"),
+		// A server that stops answering (a partition, a frozen host: the
+		// connection stays open) is noticed within seconds, not minutes.
+		nats.PingInterval(r.cfg.PingInterval),
+		nats.MaxPingsOutstanding(MaxPingsOutstanding),
+		nats.FlusherTimeout(r.cfg.FlushTimeout),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(r.cfg.BackoffMin),

@@ -19,11 +19,10 @@ func Stats(ctx context.Context, q db.DBTX) (pending int, oldest time.Duration, e
 }
 
 // refreshGauges updates the outbox gauges. Every relay sets the same values
-// (they describe the table, not the pod), so any pod's scrape is right.
+// (they describe the table, not the pod), so any pod's scrape is right. The
+// pool bounds the query (DATABASE_TIMEOUT).
 func (r *Relay) refreshGauges(ctx context.Context) {
-	qctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-	defer cancel()
-	pending, oldest, err := Stats(qctx, r.pool)
+	pending, oldest, err := Stats(ctx, r.pool)
 	if err != nil {
 		if ctx.Err() == nil { // not just shutting down
 			r.log.Warn("outbox stats", "err", err)

@@ -16,7 +16,7 @@ import (
 // change the stream PAYMENTS that docs/operations.md names.
 func TestEnsureStream(t *testing.T) {
 	t.Parallel()
-	srv := startNATSServer(t)
+	srv := testkit.StartNATSServer(t)
 	_, js := testkit.JetStream(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -77,7 +77,7 @@ func streamConfig(ctx context.Context, t *testing.T, js jetstream.JetStream, nam
 // relay that only tried that would publish nothing at all, forever.
 func TestEnsureStreamWidensAStreamOfPaymentSucceededOnly(t *testing.T) {
 	t.Parallel()
-	srv := startNATSServer(t)
+	srv := testkit.StartNATSServer(t)
 	_, js := testkit.JetStream(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

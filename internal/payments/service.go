@@ -31,7 +31,7 @@ type Provider interface {
 // provider's are provider.Default*.
 const (
 	DefaultLockTTL = 30 * time.Second
-	DefaultKeyTTL  = 48 * time.Hour
+	DefaultKeyTTL  = idempotency.DefaultKeyTTL
 )
 
 // Config holds the timing settings of the create path.

@@ -272,10 +272,9 @@ func (r *Reconciler) runBatch(ctx context.Context, t target, claims []lifecycle.
 		return sum, true, nil
 	}
 	r.log.Warn("stopping the run before the end of a batch", "reason", stopped, "unchecked", len(unchecked))
-	// The claim's ctx may be over: the hand-back must still happen.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := t.release(hctx, r.pool, unchecked, 0); err != nil {
+	// The claim's ctx may be over: the hand-back must still happen (the
+	// pool bounds it by DATABASE_TIMEOUT).
+	if err := t.release(context.WithoutCancel(ctx), r.pool, unchecked, 0); err != nil {
 		return sum, false, fmt.Errorf("hand back unchecked %ss: %w", t.name, err)
 	}
 	return sum, false, nil

@@ -108,6 +108,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer a.Close()
 	pool := a.Pool
 	defer metrics.RegisterBacklog(a.Backlog, log)()
+	defer metrics.RegisterPool(pool.ConnectionStats)()
 	draining := new(atomic.Bool)
 	syncRefund := func(ctx context.Context, id string) error {
 		_, _, err := a.Payments.SyncRefund(ctx, id, payments.SyncOptions{Source: lifecycle.SourceWebhook})
@@ -117,6 +118,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for _, p := range cfg.Providers {
 		h := webhook.NewHandler(pool, p.Name, cfg.ProviderWebhookSecrets[p.Name], log)
 		h.SyncRefund = syncRefund
+		h.KeyTTL = cfg.KeyTTL
 		webhooks[p.Name] = h
 	}
 	handler := api.New(api.Deps{

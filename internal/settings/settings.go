@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/envflag"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
@@ -34,6 +35,8 @@ const DefaultProviderName = "sim"
 // Shared are the settings both binaries read.
 type Shared struct {
 	DatabaseURL string
+	// DatabaseTimeout bounds every wait on the database (DATABASE_TIMEOUT).
+	DatabaseTimeout time.Duration
 	// Providers are the providers in their default routing order: PROVIDERS,
 	// or the single DefaultProviderName at PROVIDER_URL.
 	Providers       []ProviderSetting
@@ -51,6 +54,7 @@ type Shared struct {
 // databaseUsage describes DATABASE_URL for the binary at hand.
 func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	dbURL := s.URL("DATABASE_URL", DefaultDatabaseURL, databaseUsage)
+	dbTimeout := s.Duration("DATABASE_TIMEOUT", db.DefaultTimeout, "bound of every wait on the database: a pool connection, a statement, a COMMIT; past it the database counts as unavailable (503) and the connection is discarded")
 	provURL := s.URL("PROVIDER_URL", "http://127.0.0.1:9300", "base URL of the payment provider")
 	provKey := s.Secret("PROVIDER_API_KEY", "sk_sim", "API key sent to the provider as Authorization: Bearer")
 	lockTTL := s.Duration("IDEMPOTENCY_LOCK_TTL", payments.DefaultLockTTL, "how long an in-progress key stays locked to its owner")
@@ -62,7 +66,7 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY")
 	return func() Shared {
 		c := Shared{
-			DatabaseURL: *dbURL, LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
+			DatabaseURL: *dbURL, DatabaseTimeout: *dbTimeout, LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
 			BreakerFailures: *failures, BreakerCooldown: *cooldown,
 		}
 		c.Providers, c.providersErr = parseProviders(*providers, *provURL, *provKey, s.Lookup)
@@ -120,6 +124,9 @@ func (c Shared) Validate() error {
 	}
 	if err := c.Payments().Validate(); err != nil {
 		return err
+	}
+	if c.DatabaseTimeout <= 0 {
+		return fmt.Errorf("DATABASE_TIMEOUT (%s) must be positive", c.DatabaseTimeout)
 	}
 	if c.BreakerFailures < 1 || c.BreakerCooldown <= 0 {
 		return errors.New("PROVIDER_BREAKER_FAILURES must be at least 1 and PROVIDER_BREAKER_COOLDOWN positive")

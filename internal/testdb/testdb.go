@@ -47,6 +47,11 @@ func URLFor(name string) string {
 	return u
 }
 
+// PoolTimeout is the DATABASE_TIMEOUT of a test's pool (DB.Pool): long
+// enough for the fixtures that seed big tables in one statement on a busy
+// machine. Tests of the timeout itself open pools of their own.
+const PoolTimeout = time.Minute
+
 // DB is one test's database.
 type DB struct {
 	Name string
@@ -74,7 +79,7 @@ func New(t testing.TB) *DB {
 		t.Fatalf("testdb: create %s: %v", name, err)
 	}
 	url := URLFor(name)
-	pool, err := db.Open(ctx, url)
+	pool, err := db.Open(ctx, url, db.WithTimeout(PoolTimeout))
 	if err != nil {
 		t.Fatalf("testdb: open %s: %v", name, err)
 	}

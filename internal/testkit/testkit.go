@@ -1,6 +1,7 @@
 // Package testkit holds the small helpers every test package shares: a
-// random id, polling until a condition holds, and a TCP port reserved for
-// the test. It imports nothing of this project but internal/ids, so that any
+// random id, polling until a condition holds, a TCP port reserved for the
+// test, a TCP proxy that cuts or blackholes what it forwards, and a private
+// nats-server. It imports nothing of this project but internal/ids, so that any
 // package's own tests may use it.
 package testkit
 

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/httpbody"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/reqlog"
@@ -59,6 +60,10 @@ type Handler struct {
 	// charge.refunded event has it called for the payment's unresolved
 	// refunds after the event is recorded.
 	SyncRefund func(ctx context.Context, refundID string) error
+	// KeyTTL is IDEMPOTENCY_KEY_TTL (zero: idempotency.DefaultKeyTTL): a
+	// payment or refund an event makes final keeps its key that long from
+	// then, as if its answer were stored then.
+	KeyTTL time.Duration
 }
 
 // NewHandler returns provider's Handler: it accepts events signed with any
@@ -147,10 +152,29 @@ func (h *Handler) record(ctx context.Context, ev event, body []byte) (result, er
 	var res result
 	err := db.WithTx(ctx, h.pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = process(ctx, tx, ev, body)
-		return err
+		if res, err = process(ctx, tx, ev, body); err != nil {
+			return err
+		}
+		return h.startExpiry(ctx, tx, res)
 	})
 	return res, err
+}
+
+// startExpiry starts the expiry of the key of a payment, refund, capture or
+// void whose answer res made final (§19: a key expires IDEMPOTENCY_KEY_TTL
+// after its subject's final answer; a payment's create is answered for good
+// at AUTHORIZED too), in the transaction that made it so.
+func (h *Handler) startExpiry(ctx context.Context, tx pgx.Tx, res result) error {
+	switch {
+	case !res.moved.Answered():
+		return nil
+	case res.captureID != "":
+		return idempotency.ResolvedCapture(ctx, tx, res.captureID, h.KeyTTL)
+	case res.refundID != "":
+		return idempotency.ResolvedRefund(ctx, tx, res.refundID, h.KeyTTL)
+	default:
+		return idempotency.ResolvedAttempt(ctx, tx, res.attemptID, h.KeyTTL)
+	}
 }
 
 // syncRefunds asks the provider about payment paymentID's unresolved

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/captures"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
@@ -170,3 +171,28 @@ func TestOrphanVoidOfSettlementIsExpected(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A capture that stayed UNKNOWN for days and is resolved by a webhook keeps
+// its key a whole IDEMPOTENCY_KEY_TTL from the resolution (§19), as a
+// payment's does (TestResolvedPaymentKeepsItsKeyForTheTTL).
+func TestResolvedCaptureKeepsItsKeyForTheTTL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p, chargeID := b.manual(attempts.Authorized)
+	c := testdb.Capture(t, b.pool, testdb.CaptureOpts{Payment: p, Status: lifecycle.Unknown})
+	_, err := b.pool.Exec(context.Background(), `UPDATE idempotency_keys
+		SET created_at = created_at - interval '3 days', expires_at = now() - interval '1 day' WHERE capture_id = $1`, c.ID)
+	require.NoError(t, err)
+	ev := heldEvent(EventChargeCaptured, p.Attempt, chargeID)
+	ev.Data.Charge.CaptureKey = ptr(captures.ProviderKey(c.ID))
+	expectOK(t, b.deliver(ev))
+	got, err := captures.Get(context.Background(), b.pool, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, lifecycle.Succeeded, got.Status)
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM idempotency_keys AS k JOIN captures AS c ON c.id = k.capture_id
+		WHERE k.capture_id = $1 AND k.expires_at = c.updated_at + $2 * interval '1 millisecond'`,
+		c.ID, idempotency.DefaultKeyTTL.Milliseconds()), "the key expires a TTL after the resolution")
+	deleted, err := idempotency.DeleteExpired(context.Background(), b.pool, 100)
+	require.NoError(t, err)
+	require.Zero(t, deleted, "gc keeps the key")
+}

@@ -1,4 +1,4 @@
-package outbox_test
+package testkit
 
 import (
 	"bytes"
@@ -14,8 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-
-	"github.com/acme/paymentsvc/internal/testkit"
 )
 
 // natsServerFallback is where Debian's nats-server package installs it,
@@ -41,9 +39,10 @@ func natsServerBin(t testing.TB) string {
 	return ""
 }
 
-// natsServer is a private nats-server process for tests that stop and
-// restart NATS; its port and JetStream store survive restarts.
-type natsServer struct {
+// NATSServer is a private nats-server process (with JetStream) for tests
+// that stop and restart NATS, or that must not share the streams of the
+// common server (NATSURL); its port and store survive restarts.
+type NATSServer struct {
 	t    testing.TB
 	bin  string
 	host string
@@ -54,21 +53,21 @@ type natsServer struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	out    syncBuffer
+	out    SyncBuffer
 }
 
-// newNATSServer reserves a port (testkit.ReservedAddr: nobody else gets it
+// NewNATSServer reserves a port (ReservedAddr: nobody else gets it
 // while the test runs, however often the server stops and starts) and a
 // store directory for a server that is not started yet, so a test can point
 // a relay at NATS before it exists.
-func newNATSServer(t testing.TB) *natsServer {
+func NewNATSServer(t testing.TB) *NATSServer {
 	t.Helper()
-	host, port, err := net.SplitHostPort(testkit.ReservedAddr(t))
+	host, port, err := net.SplitHostPort(ReservedAddr(t))
 	require.NoError(t, err)
-	s := &natsServer{t: t, bin: natsServerBin(t), host: host, port: port, dir: t.TempDir()}
+	s := &NATSServer{t: t, bin: natsServerBin(t), host: host, port: port, dir: t.TempDir()}
 	s.URL = "nats://" + net.JoinHostPort(host, port)
 	t.Cleanup(func() {
-		s.stop()
+		s.Stop()
 		if t.Failed() {
 			t.Logf("nats-server output:\n%s", s.out.String())
 		}
@@ -76,16 +75,16 @@ func newNATSServer(t testing.TB) *natsServer {
 	return s
 }
 
-// startNATSServer starts a private server and waits until JetStream answers.
-func startNATSServer(t testing.TB) *natsServer {
+// StartNATSServer starts a private server and waits until JetStream answers.
+func StartNATSServer(t testing.TB) *NATSServer {
 	t.Helper()
-	s := newNATSServer(t)
-	s.start()
+	s := NewNATSServer(t)
+	s.Start()
 	return s
 }
 
-// start runs the server and waits until it serves JetStream requests.
-func (s *natsServer) start() {
+// Start runs the server and waits until it serves JetStream requests.
+func (s *NATSServer) Start() {
 	s.t.Helper()
 	s.mu.Lock()
 	running := s.cmd != nil
@@ -100,7 +99,7 @@ func (s *natsServer) start() {
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
-	testkit.Eventually(s.t, 15*time.Second, "nats-server on port "+s.port+" serves JetStream", func() bool {
+	Eventually(s.t, 15*time.Second, "nats-server on port "+s.port+" serves JetStream", func() bool {
 		select {
 		case <-exited:
 			require.FailNow(s.t, "nats-server exited at start", "%s", s.out.String())
@@ -111,7 +110,7 @@ func (s *natsServer) start() {
 }
 
 // probe reports whether the server answers JetStream API requests.
-func (s *natsServer) probe() error {
+func (s *NATSServer) probe() error {
 	nc, err := nats.Connect(s.URL, nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
 		return err
@@ -127,11 +126,11 @@ func (s *natsServer) probe() error {
 	return err
 }
 
-// stop shuts the server down gracefully (SIGTERM), so that the messages it
+// Stop shuts the server down gracefully (SIGTERM), so that the messages it
 // acknowledged are on disk when it restarts, and waits for it to exit
 // (killing it after 15s). It does not touch t, so that a relay's hook may
 // call it from the relay's goroutine.
-func (s *natsServer) stop() {
+func (s *NATSServer) Stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
 	s.cmd = nil
@@ -148,19 +147,22 @@ func (s *natsServer) stop() {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's output goroutines.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (a server's output
+// goroutines, a logger) and readers.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String is everything written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
