@@ -532,6 +532,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.EqualValues(t, 500, capturedPayment.JSON["amount_refundable"])
 	require.Equal(t, 200, get(c, "/v1/captures/"+captured.Str("id"), nil).Status)
 	require.Equal(t, 200, get(c, "/v1/captures/"+captured.Str("id")+"?sync=true", nil).Status)
+	require.NoError(t, get(c, "/v1/captures/"+captured.Str("id")+"?sync=maybe", rejected(nil)).CheckProblem(400, "invalid_request"))
 	opsProblem(t, get(c, "/v1/captures/cap_doesnotexist", nil), 404, "capture_not_found")
 	opsProblem(t, get(otherClient, "/v1/captures/"+captured.Str("id"), nil), 404, "capture_not_found")
 	opsProblem(t, get(anon, "/v1/captures/"+captured.Str("id"), rejected(nil)), 401, "unauthorized")
@@ -545,6 +546,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	require.Equal(t, "requested_by_customer", canceledPayment.Str("canceled_reason"))
 	require.Equal(t, 200, get(c, "/v1/voids/"+voided.Str("id"), nil).Status)
 	require.Equal(t, 200, get(c, "/v1/voids/"+voided.Str("id")+"?sync=true", nil).Status)
+	require.NoError(t, get(c, "/v1/voids/"+voided.Str("id")+"?sync=", rejected(nil)).CheckProblem(400, "invalid_request"))
 	opsProblem(t, get(c, "/v1/voids/"+captured.Str("id"), nil), 404, "void_not_found")
 	opsProblem(t, get(anon, "/v1/voids/"+voided.Str("id"), rejected(nil)), 401, "unauthorized")
 	// 202 and 503: every capture and void call fails (503, nothing done, so
