@@ -23,7 +23,7 @@ test:
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## soak: mixed load (creates, replays, refunds, webhooks, provider faults, a
+## soak: mixed load (creates, replays, refunds, captures, voids, webhooks, provider faults, a
 ## pod restart) through two real pods for SOAK_DURATION (default 10m); fails
 ## if a pod's memory, threads, goroutines or database connections keep
 ## growing. SOAK_RATE (operations/s, default 20), SOAK_WORKERS, SOAK_REPORT

@@ -25,9 +25,10 @@ type operation struct {
 	ok []int
 }
 
-// mix is the load: creates, replays, reads, refunds and provider faults;
-// the simulator's webhooks (for every charge and refund) and a pod restart
-// come on top (soak_test.go).
+// mix is the load: creates (some only authorized), replays, reads,
+// refunds, captures, voids and provider faults; the simulator's webhooks (for
+// every charge, refund, capture and void) and a pod restart come on top
+// (soak_test.go).
 var mix = []operation{
 	{name: "create", weight: 24, run: (*load).create,
 		// 202: UNKNOWN under a fault; 402: declined; 503: breaker open.
@@ -40,6 +41,15 @@ var mix = []operation{
 		// 422: nothing left to refund.
 		ok: []int{http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired, http.StatusConflict,
 			http.StatusUnprocessableEntity, http.StatusServiceUnavailable}},
+	{name: "authorize", weight: 6, run: (*load).authorize,
+		ok: []int{http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired, http.StatusServiceUnavailable}},
+	// 409: captured or voided already (by the other kind, or a replay's
+	// race); 422: more than held.
+	{name: "capture", weight: 4, run: (*load).capture,
+		ok: []int{http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired, http.StatusConflict,
+			http.StatusUnprocessableEntity, http.StatusServiceUnavailable}},
+	{name: "void", weight: 2, run: (*load).void,
+		ok: []int{http.StatusCreated, http.StatusAccepted, http.StatusPaymentRequired, http.StatusConflict, http.StatusServiceUnavailable}},
 	// About one switch every 2.5 s at 20 operations/s.
 	{name: "provider_fault", weight: 1, run: (*load).fault, ok: []int{http.StatusOK}},
 }
@@ -79,6 +89,9 @@ type created struct {
 	body      apiclient.Payment
 	paymentID string
 	succeeded bool
+	// authorized: answered 201 AUTHORIZED (a manual payment, to capture
+	// or void).
+	authorized bool
 }
 
 func (l *load) remember(c created) {
@@ -95,11 +108,16 @@ func (l *load) remember(c created) {
 // some returns a recent create (ok false if none yet); succeeded only
 // those that answered 201 SUCCEEDED.
 func (l *load) some(rnd *rand.Rand, succeeded bool) (created, bool) {
+	return l.someOf(rnd, func(c created) bool { return !succeeded || c.succeeded })
+}
+
+// someOf returns a recent create that keep accepts (ok false if none).
+func (l *load) someOf(rnd *rand.Rand, keep func(created) bool) (created, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var from []created
 	for _, c := range l.recent {
-		if !succeeded || c.succeeded {
+		if keep(c) {
 			from = append(from, c)
 		}
 	}
@@ -110,8 +128,18 @@ func (l *load) some(rnd *rand.Rand, succeeded bool) (created, bool) {
 }
 
 func (l *load) create(c *apiclient.Client, rnd *rand.Rand) (int, error) {
+	return l.pay(c, rnd, "")
+}
+
+// authorize creates a manual payment: the provider only holds the amount.
+func (l *load) authorize(c *apiclient.Client, rnd *rand.Rand) (int, error) {
+	return l.pay(c, rnd, "manual")
+}
+
+func (l *load) pay(c *apiclient.Client, rnd *rand.Rand, captureMethod string) (int, error) {
 	key := testkit.RandomID("soak-")
 	body := apiclient.Visa("o-"+key, int64(100+rnd.IntN(900)))
+	body.CaptureMethod = captureMethod
 	if rnd.IntN(10) == 0 {
 		body.PaymentMethod = "pm_card_declined"
 	}
@@ -120,9 +148,41 @@ func (l *load) create(c *apiclient.Client, rnd *rand.Rand) (int, error) {
 		return 0, err
 	}
 	if id := r.Str("id"); id != "" {
-		l.remember(created{key: key, body: body, paymentID: id, succeeded: r.Status == http.StatusCreated && r.Str("status") == "SUCCEEDED"})
+		ok := r.Status == http.StatusCreated
+		l.remember(created{key: key, body: body, paymentID: id,
+			succeeded: ok && r.Str("status") == "SUCCEEDED", authorized: ok && r.Str("status") == "AUTHORIZED"})
 	}
 	return r.Status, nil
+}
+
+// capture captures part or all of an authorized payment, under a new key.
+func (l *load) capture(c *apiclient.Client, rnd *rand.Rand) (int, error) {
+	return l.hold(c, rnd, "captures", map[string]int64{"amount": 0})
+}
+
+// void voids an authorized payment, under a new key.
+func (l *load) void(c *apiclient.Client, rnd *rand.Rand) (int, error) {
+	return l.hold(c, rnd, "voids", nil)
+}
+
+// hold posts a capture or void (what: "captures" or "voids") of a recent
+// authorized payment; a capture's amount is drawn up to the held amount.
+func (l *load) hold(c *apiclient.Client, rnd *rand.Rand, what string, body map[string]int64) (int, error) {
+	p, ok := l.someOf(rnd, func(c created) bool { return c.authorized })
+	if !ok {
+		return 0, errNothingYet
+	}
+	if body != nil {
+		body["amount"] = int64(1 + rnd.IntN(int(p.body.Amount)))
+	}
+	raw := []byte(`{}`)
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	r, err := c.Do(http.MethodPost, "/v1/payments/"+p.paymentID+"/"+what, raw, map[string]string{
+		"Idempotency-Key": testkit.RandomID("soak-" + what + "-"), "Content-Type": "application/json",
+	})
+	return r.Status, err
 }
 
 // errNothingYet is an operation on an earlier payment before there is one
@@ -164,7 +224,7 @@ func (l *load) refund(c *apiclient.Client, rnd *rand.Rand) (int, error) {
 var faults = []providersim.Faults{
 	{}, {}, {}, {},
 	{LatencyMS: 300},
-	{ErrorRate: 0.2, ErrorStatus: http.StatusServiceUnavailable, Refunds: true},
+	{ErrorRate: 0.2, ErrorStatus: http.StatusServiceUnavailable, Refunds: true, Captures: true},
 	{DropAfterCommit: true},
 }
 

@@ -81,10 +81,12 @@ var limits = map[string]growth{
 // resources are the sampled figures, in report order.
 var resources = []string{"rss_mib", "threads", "goroutines", "db_connections", "open_fds", "heap_alloc_mib"}
 
-// Mixed load through two real pods (creates, replays, reads, refunds, the
-// simulator's webhooks for every charge and refund, provider faults, one pod
-// killed and restarted halfway): every answer is one the API documents for
-// that request, nothing is charged twice, and each pod's RSS, threads,
+// Mixed load through two real pods (creates, authorizations, replays, reads,
+// refunds, captures, voids, the simulator's webhooks for each of them,
+// provider faults, one pod killed and restarted halfway): every answer is
+// one the API documents for that request, nothing is charged twice, no
+// authorization is both captured and voided or captured past its amount, and
+// each pod's RSS, threads,
 // goroutines (go_goroutines), open file descriptors and database connections
 // level off instead of growing with the requests served.
 func TestSoak(t *testing.T) {
@@ -368,6 +370,8 @@ func (s *stack) requireChargedOnce(t *testing.T) {
 		if c.Status == providersim.StatusSucceeded {
 			per[c.Reference]++
 		}
+		require.False(t, c.CaptureKey != nil && c.VoidKey != nil, "charge %s of %s both captured and voided", c.ID, c.Reference)
+		require.LessOrEqual(t, c.AmountCaptured, c.Amount, "charge %s of %s captured more than authorized", c.ID, c.Reference)
 	}
 	for ref, n := range per {
 		require.Equal(t, 1, n, "payment %s charged %d times", ref, n)
