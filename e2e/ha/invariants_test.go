@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
 
@@ -236,13 +237,18 @@ func (h *harness) eventDelay(t *testing.T, since time.Time) time.Duration {
 // restored after since (zero if none had to).
 func (h *harness) checkListeners(t *testing.T, since time.Time) time.Time {
 	t.Helper()
-	var n int
+	n := -1
+	defer func() {
+		if t.Failed() {
+			t.Logf("LISTEN outbox sessions on the primary at the last look: %d", n)
+		}
+	}()
 	waitFor(t, 30*time.Second, fmt.Sprintf("%d LISTEN outbox sessions on the primary", len(h.pods)), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		err := h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND backend_type = 'client backend'
-			AND rtrim(query, E'\n; ') LIKE '%LISTEN outbox' AND query NOT LIKE '%pg_stat_activity%'`).Scan(&n)
+			WHERE datname = current_database() AND backend_type = 'client backend' AND application_name = $1`,
+			db.ListenerApplicationName("outbox")).Scan(&n)
 		return err == nil && n == len(h.pods)
 	})
 	var last time.Time

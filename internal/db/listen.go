@@ -81,8 +81,10 @@ func (l Listener) Run(ctx context.Context, pool *Pool) {
 // on the database is bounded by the pool's DATABASE_TIMEOUT: the connect,
 // the LISTEN, and a ping whenever no notification came for Ping.
 func (l Listener) once(ctx context.Context, pool *Pool, listening func()) error {
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName(l.Name)
 	cctx, cancel := pool.Bound(ctx)
-	conn, err := pgx.ConnectConfig(cctx, pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
 		return err
@@ -121,6 +123,11 @@ func (l Listener) once(ctx context.Context, pool *Pool, listening func()) error 
 		}
 	}
 }
+
+// ListenerApplicationName is the application_name of the LISTEN session of
+// the Listener named name, as pg_stat_activity shows it: the session's last
+// query says nothing once it has been pinged.
+func ListenerApplicationName(name string) string { return "paymentsvc listen " + name }
 
 // Signal sends on a 1-buffered channel without blocking: one pending
 // wake-up stands for any number.

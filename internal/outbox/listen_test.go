@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
@@ -24,8 +25,7 @@ func TestRelayListensAgainAfterItsConnectionDies(t *testing.T) {
 
 	listener := func() (pid int) {
 		_ = b.db.Pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND rtrim(query, E'\n; ') LIKE '%LISTEN outbox'
-			AND query NOT LIKE '%pg_stat_activity%'`).Scan(&pid)
+			WHERE datname = current_database() AND application_name = $1`, db.ListenerApplicationName("outbox")).Scan(&pid)
 		return pid
 	}
 	var first, second int

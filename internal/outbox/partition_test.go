@@ -125,8 +125,8 @@ func listenerPID(t *testing.T, pool *db.Pool, not int) int {
 	testkit.Eventually(t, outbox.ListenRetryMax+30*time.Second, "a new LISTEN session", func() bool {
 		pid = 0
 		_ = pool.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND rtrim(query, E'\n; ') LIKE '%LISTEN outbox'
-			AND query NOT LIKE '%pg_stat_activity%' AND pid <> $1 ORDER BY backend_start DESC LIMIT 1`, not).Scan(&pid)
+			WHERE datname = current_database() AND application_name = $2
+			AND pid <> $1 ORDER BY backend_start DESC LIMIT 1`, not, db.ListenerApplicationName("outbox")).Scan(&pid)
 		return pid != 0
 	})
 	return pid
