@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -55,6 +56,10 @@ func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger)
 		ps    []payments.Provider
 	)
 	for _, setting := range s.Providers {
+		if setting.Type != settings.TypeSim {
+			pool.Close()
+			return nil, fmt.Errorf("provider %s: type %q has no connector in this build", setting.Name, setting.Type)
+		}
 		r := provider.NewResilient(provider.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient), s.Provider(), log)
 		provs, ps = append(provs, r), append(ps, r)
 	}

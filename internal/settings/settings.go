@@ -27,7 +27,16 @@ type ProviderSetting struct {
 	Name   string
 	URL    string
 	APIKey string
+	// Type is the API the provider speaks (PROVIDER_TYPE_<NAME>): TypeSim
+	// (the default) or TypeStripe.
+	Type string
 }
+
+// The provider types of PROVIDER_TYPE_<NAME>.
+const (
+	TypeSim    = "sim"
+	TypeStripe = "stripe"
+)
 
 // DefaultProviderName is the one provider's name when PROVIDERS is unset.
 const DefaultProviderName = "sim"
@@ -63,7 +72,7 @@ func Register(s *envflag.Set, databaseUsage string) func() Shared {
 	budget := s.Duration("PROVIDER_RETRY_BUDGET", provider.DefaultRetryBudget, "total time spent retrying one provider call")
 	failures := s.Int("PROVIDER_BREAKER_FAILURES", provider.DefaultBreakerFailures, "consecutive failed provider calls that open the breaker")
 	cooldown := s.Duration("PROVIDER_BREAKER_COOLDOWN", provider.DefaultBreakerCooldown, "how long the breaker stays open before one trial call")
-	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY")
+	providers := s.URL("PROVIDERS", "", "several providers, name=url,… in their default routing order (unset: one provider \"sim\" at PROVIDER_URL); each is called with PROVIDER_API_KEY_<NAME> if set, else PROVIDER_API_KEY, and speaks the API of PROVIDER_TYPE_<NAME>: sim (default) or stripe")
 	return func() Shared {
 		c := Shared{
 			DatabaseURL: *dbURL, DatabaseTimeout: *dbTimeout, LockTTL: *lockTTL, KeyTTL: *keyTTL, CallTimeout: *callTimeout, RetryBudget: *budget,
@@ -93,8 +102,22 @@ func parseProviders(raw, defaultURL, defaultKey string, lookup func(string) (str
 		}
 		return defaultKey
 	}
+	setting := func(name, u string) (ProviderSetting, error) {
+		typ := TypeSim
+		if t, ok := lookup(ProviderVar("PROVIDER_TYPE", name)); ok {
+			typ = strings.ToLower(strings.TrimSpace(t))
+		}
+		if typ != TypeSim && typ != TypeStripe {
+			return ProviderSetting{}, fmt.Errorf("%s: %q is not %s or %s", ProviderVar("PROVIDER_TYPE", name), typ, TypeSim, TypeStripe)
+		}
+		return ProviderSetting{Name: name, URL: u, APIKey: key(name), Type: typ}, nil
+	}
 	if strings.TrimSpace(raw) == "" {
-		return []ProviderSetting{{Name: DefaultProviderName, URL: defaultURL, APIKey: key(DefaultProviderName)}}, nil
+		p, err := setting(DefaultProviderName, defaultURL)
+		if err != nil {
+			return nil, err
+		}
+		return []ProviderSetting{p}, nil
 	}
 	var (
 		out  []ProviderSetting
@@ -112,7 +135,11 @@ func parseProviders(raw, defaultURL, defaultKey string, lookup func(string) (str
 			return nil, fmt.Errorf("PROVIDERS: the URL of %q is not an http(s) URL", name)
 		}
 		seen[name] = true
-		out = append(out, ProviderSetting{Name: name, URL: u, APIKey: key(name)})
+		p, err := setting(name, u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }
