@@ -141,6 +141,26 @@ func (b *browser) press(label string) {
 	b.do(chromedp.Click(fmt.Sprintf(`//button[normalize-space()=%q]`, label)))
 }
 
+// pressAndLoad presses the button labelled label, whose form loads a new
+// page, and waits until that page has loaded. The page before is marked
+// first, so none of its elements is ever taken for the answer's.
+func (b *browser) pressAndLoad(label string) {
+	b.t.Helper()
+	eval[bool](b, `(window.psvcStale = true)`)
+	b.press(label)
+	for {
+		loaded, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!window.psvcStale && document.readyState === "complete"`))
+		if err == nil && loaded {
+			return
+		}
+		select {
+		case <-b.ctx.Done():
+			b.t.Fatalf("browser: the page %q loads did not arrive: %v", label, b.ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // location is the page's path and query.
 func (b *browser) location() string {
 	b.t.Helper()
