@@ -52,9 +52,11 @@ fmt-check:
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
-## bench: create and replay through the service (cmd/loadgen) next to pgbench
-## running the same SQL (bench/pgbench), on a fresh database; BENCH_CLIENTS,
-## BENCH_SECONDS. Not part of CI. See docs/BENCHMARKS.md.
+## bench: create and replay through the service (cmd/loadgen) side by side
+## with pgbench running the fixed reference SQL (bench/reference), on a
+## private PostgreSQL cluster it starts and stops; prints the throughput
+## ratios, create's p99, the database cost ratio and WAL per payment.
+## BENCH_CLIENTS, BENCH_SECONDS. Not part of CI. See docs/BENCHMARKS.md.
 bench:
 	./scripts/bench.sh
 

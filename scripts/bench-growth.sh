@@ -4,7 +4,8 @@
 # million expired keys, against the same without gc. Takes many minutes;
 # not part of CI. See docs/BENCHMARKS.md.
 #
-# Environment: as scripts/bench.sh, plus BENCH_GROWTH_ROWS (5000000) and
+# Environment: as scripts/bench.sh (whose private cluster it keeps and then
+# stops), plus BENCH_GROWTH_ROWS (5000000) and
 # BENCH_GROWTH_EXPIRED (1000000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,11 +14,8 @@ ROWS="${BENCH_GROWTH_ROWS:-5000000}"
 EXPIRED="${BENCH_GROWTH_EXPIRED:-1000000}"
 CLIENTS="${BENCH_CLIENTS:-16}"
 SECONDS_RUN="${BENCH_SECONDS:-15}"
-DBNAME="${BENCH_DB:-paymentsvc_bench}"
-export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
-HTTP_ADDR="${BENCH_HTTP_ADDR:-127.0.0.1:18480}"
-SIM_ADDR="${BENCH_SIM_ADDR:-127.0.0.1:19480}"
-DBURL="postgres://${PGUSER}@${PGHOST}:${PGPORT}/${DBNAME}?sslmode=disable"
+DBNAME=paymentsvc_bench
+PGBIN="${BENCH_PG_BIN:-/usr/lib/postgresql/15/bin}"
 OUT="${BENCH_OUT:-bin/bench}"
 export BENCH_OUT="$OUT"
 
@@ -28,8 +26,19 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 say "make bench on empty tables (stack kept)"
 BENCH_KEEP=1 ./scripts/bench.sh
 read -r -a pids <"$OUT/pids"
+# bench.sh's private cluster: PGHOST, PGPORT, PGDATA, PGTMP, HTTP_ADDR, SIM_ADDR, DBURL
+set -a
+# shellcheck disable=SC1091
+. "$OUT/env"
+set +a
+export PGUSER=postgres
+psql() { "$PGBIN/psql" "$@"; }
+asdb=()
+[ "$(id -u)" = 0 ] && asdb=(runuser -u postgres --)
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	"${asdb[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$PGTMP"
 }
 trap cleanup EXIT
 key=$(cat "$OUT/api_key")

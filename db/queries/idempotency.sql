@@ -12,11 +12,14 @@ VALUES (
 ON CONFLICT (tenant_id, key) DO NOTHING
 RETURNING lock_token;
 
--- The lock is judged by the database clock, never a pod's.
+-- The lock is judged by the database clock, never a pod's; so is the time
+-- left before the key expires (expires_in_ms, floored at 0), which a pod's
+-- replay cache counts from before it sent the read, never past the expiry.
 -- name: IdemKeyGet :one
 SELECT tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
-       GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
+       GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds,
+       GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (expires_at - now())) * 1000))::bigint AS expires_in_ms
 FROM idempotency_keys
 WHERE tenant_id = $1 AND key = $2;
 

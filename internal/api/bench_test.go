@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/tracing"
@@ -34,8 +35,17 @@ func BenchmarkCreatePayment(b *testing.B) {
 
 // BenchmarkReplayPayment measures a retry of a finished payment: the stored
 // response is answered without touching the attempt or the provider.
-func BenchmarkReplayPayment(b *testing.B) {
-	bd := setup(b)
+func BenchmarkReplayPayment(b *testing.B) { benchReplay(b, nil) }
+
+// BenchmarkReplayPaymentCached is BenchmarkReplayPayment with the pod's
+// replay cache (REPLAY_CACHE_BYTES) and authentication cache: after the
+// first replay, no SQL at all.
+func BenchmarkReplayPaymentCached(b *testing.B) {
+	benchReplay(b, idempotency.NewReplayCache(idempotency.DefaultReplayCacheBytes))
+}
+
+func benchReplay(b *testing.B, cache *idempotency.ReplayCache) {
+	bd := setupWith(b, setupOptions{replayCache: cache})
 	c := bd.benchClient()
 	body := `{"order_id":"replay","amount":500,"currency":"USD","payment_method":"pm_card_visa"}`
 	require.Equal(b, http.StatusCreated, c.MustPay(b, "replay-1", body).Status)

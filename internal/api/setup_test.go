@@ -13,6 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/api"
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
@@ -46,6 +47,8 @@ type setupOptions struct {
 	simWrap func(http.Handler) http.Handler
 	// rateLimit is the API's per-tenant limiter (nil: off).
 	rateLimit *ratelimit.Limiter
+	// replayCache is the service's replay cache (nil: off).
+	replayCache *idempotency.ReplayCache
 }
 
 func setupWith(t testing.TB, opt setupOptions) *bundle {
@@ -65,6 +68,7 @@ func setupWith(t testing.TB, opt setupOptions) *bundle {
 		RetryBudget: 3 * time.Second, BreakerCooldown: time.Second,
 	}, log)
 	require.NoError(t, err)
+	svc.UseReplayCache(opt.replayCache)
 	srv := httptest.NewServer(api.New(api.Deps{Pool: d.Pool, Payments: svc, Log: log, RateLimit: opt.rateLimit}))
 	t.Cleanup(srv.Close)
 

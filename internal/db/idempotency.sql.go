@@ -135,7 +135,8 @@ func (q *Queries) IdemKeyDeleteExpired(ctx context.Context, db DBTX, maxRows int
 const idemKeyGet = `-- name: IdemKeyGet :one
 SELECT tenant_id, key, fingerprint, attempt_id, refund_id, capture_id, lock_token, response_code, response_body,
        (locked_until IS NOT NULL AND locked_until > now())::boolean AS locked,
-       GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds
+       GREATEST(1, CEIL(EXTRACT(EPOCH FROM (COALESCE(locked_until, now()) - now()))))::integer AS retry_after_seconds,
+       GREATEST(0, FLOOR(EXTRACT(EPOCH FROM (expires_at - now())) * 1000))::bigint AS expires_in_ms
 FROM idempotency_keys
 WHERE tenant_id = $1 AND key = $2
 `
@@ -157,9 +158,12 @@ type IdemKeyGetRow struct {
 	ResponseBody      []byte
 	Locked            bool
 	RetryAfterSeconds int32
+	ExpiresInMs       int64
 }
 
-// The lock is judged by the database clock, never a pod's.
+// The lock is judged by the database clock, never a pod's; so is the time
+// left before the key expires (expires_in_ms, floored at 0), which a pod's
+// replay cache counts from before it sent the read, never past the expiry.
 func (q *Queries) IdemKeyGet(ctx context.Context, db DBTX, arg IdemKeyGetParams) (IdemKeyGetRow, error) {
 	row := db.QueryRow(ctx, idemKeyGet, arg.TenantID, arg.Key)
 	var i IdemKeyGetRow
@@ -175,6 +179,7 @@ func (q *Queries) IdemKeyGet(ctx context.Context, db DBTX, arg IdemKeyGetParams)
 		&i.ResponseBody,
 		&i.Locked,
 		&i.RetryAfterSeconds,
+		&i.ExpiresInMs,
 	)
 	return i, err
 }

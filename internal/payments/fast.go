@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/db"
@@ -17,8 +18,10 @@ import (
 // The create path of a new payment in three round trips, each a whole
 // transaction sent at once (db.Pipeline), plus the provider call:
 //
+//  0. a completed key this pod has read before answers from its replay
+//     cache (idempotency.ReplayCache), with no SQL at all;
 //  1. read the key and the tenant's routing rules (no transaction): a
-//     stored response replays from here;
+//     stored response replays from here (and is kept in the cache);
 //  2. insert the key, locked to this request, and its attempt directly in
 //     PENDING at the first provider of its route, with the audit rows
 //     CREATED and PENDING: one commit, before the call;
@@ -36,12 +39,19 @@ import (
 // createFast runs steps 1 and 2 and drives the payment; done is false when
 // the request is the general path's.
 func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, done bool, err error) {
+	// A completed key this pod has seen answers from memory, before any SQL.
+	if res, ok := s.replays.Answer(in.TenantID, in.IdempotencyKey, in.Fingerprint); ok {
+		reply, _, err := keyAnswer(res, res.AttemptID)
+		return reply, true, err
+	}
 	var read db.Pipeline
 	peek := idempotency.QueueGet(&read, in.TenantID, in.IdempotencyKey)
 	rules := routing.QueueGet(&read, in.TenantID)
+	sent := time.Now()
 	if err := read.Send(ctx, s.pool); err != nil {
 		return Reply{}, true, err
 	}
+	s.replays.Remember(peek, sent)
 	if res, ok := peek.Answer(in.Fingerprint); ok {
 		reply, _, err := keyAnswer(res, res.AttemptID)
 		return reply, true, err

@@ -91,7 +91,12 @@ type Service struct {
 	names     []string   // their names, in that order
 	cfg       Config
 	log       *slog.Logger
+	replays   *idempotency.ReplayCache // nil: off
 }
+
+// UseReplayCache makes creates answer completed keys from c before any SQL
+// (nil: off, the default). Set it before the first request.
+func (s *Service) UseReplayCache(c *idempotency.ReplayCache) { s.replays = c }
 
 // NewService returns a Service with one provider; cfg must be valid. A nil
 // log discards.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/envflag"
+	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/settings"
@@ -42,6 +43,9 @@ type Config struct {
 	// AuthCacheTTL is how long a pod keeps an API key's tenant (0: it asks
 	// the database on every request).
 	AuthCacheTTL time.Duration
+	// ReplayCacheBytes bounds the pod's cache of completed keys' final
+	// answers (0: off).
+	ReplayCacheBytes int
 	// PprofAddr serves net/http/pprof on its own listener ("": off).
 	PprofAddr string
 	// MetricsAddr serves GET /metrics on its own listener, and then the
@@ -77,6 +81,7 @@ func Flags(s *envflag.Set) func() Config {
 	rateLimit := s.Float("TENANT_RATE_LIMIT", 0, "requests per second per tenant and pod on /v1/payments…, /v1/refunds… (and the rest of the tenant API); over it, 429 rate_limited; 0: off")
 	rateBurst := s.Int("TENANT_RATE_BURST", 0, "bucket size of TENANT_RATE_LIMIT (a tenant's bucket starts full); 0: max(1, ⌈2 × TENANT_RATE_LIMIT⌉)")
 	authTTL := s.Duration("AUTH_CACHE_TTL", tenants.DefaultCacheTTL, "how long a pod keeps an API key's tenant in memory (unknown keys: at most 2s): a revoked key keeps working for up to this long; 0s: ask the database on every request")
+	replayBytes := s.Int("REPLAY_CACHE_BYTES", idempotency.DefaultReplayCacheBytes, "bytes of completed keys' final answers a pod keeps in memory, so that a replay of a create is answered without the database (never past the key's expiry); 0: off")
 	pprofAddr := s.String("PPROF_ADDR", "", "serve net/http/pprof (profiles) on this address, a listener of its own; keep it private; empty: off")
 	metricsAddr := s.String("METRICS_ADDR", "", "serve GET /metrics on this address only, a listener of its own, and no longer on HTTP_ADDR; empty: /metrics on HTTP_ADDR")
 	webhooks := s.Bool("MERCHANT_WEBHOOKS", true, "on: this pod delivers the merchant webhooks (events to the tenants' endpoints); off: it makes no delivery attempts (the endpoints API works all the same)")
@@ -96,7 +101,7 @@ func Flags(s *envflag.Set) func() Config {
 			ShutdownTimeout: *shutdown, ShutdownDrainDelay: *drainDelay, Failpoint: *fp,
 			ProviderWebhookSecrets: map[string][]string{},
 			TenantRateLimit:        *rateLimit, TenantRateBurst: *rateBurst,
-			AuthCacheTTL: *authTTL, PprofAddr: *pprofAddr, MetricsAddr: *metricsAddr,
+			AuthCacheTTL: *authTTL, ReplayCacheBytes: *replayBytes, PprofAddr: *pprofAddr, MetricsAddr: *metricsAddr,
 			ConsoleAddr: *consoleAddr, ConsoleSecureCookie: *consoleSecure, ConsoleSessionTTL: *consoleTTL,
 		}
 		c.MerchantWebhooks = *webhooks

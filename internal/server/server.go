@@ -55,6 +55,9 @@ func (c Config) Validate() error {
 	if err := ratelimit.CheckLimit(c.TenantRateLimit, c.TenantRateBurst); err != nil {
 		return fmt.Errorf("TENANT_RATE_LIMIT and TENANT_RATE_BURST: %w", err)
 	}
+	if c.ReplayCacheBytes < 0 {
+		return fmt.Errorf("REPLAY_CACHE_BYTES (%d) must not be negative", c.ReplayCacheBytes)
+	}
 	if c.AuthCacheTTL < 0 {
 		return fmt.Errorf("AUTH_CACHE_TTL (%s) must not be negative", c.AuthCacheTTL)
 	}
@@ -107,6 +110,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer a.Close()
 	pool := a.Pool
+	a.Payments.UseReplayCache(idempotency.NewReplayCache(int64(cfg.ReplayCacheBytes)))
 	defer metrics.RegisterBacklog(a.Backlog, log)()
 	defer metrics.RegisterPool(pool.ConnectionStats)()
 	draining := new(atomic.Bool)
