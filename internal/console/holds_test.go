@@ -143,7 +143,7 @@ func TestRetryADelivery(t *testing.T) {
 	b := setup(t)
 	p := b.pay(700, nil, nil)
 	ctx := t.Context()
-	_, err := b.pool.Exec(ctx, `INSERT INTO webhook_endpoints (id, tenant_id, url, secret) VALUES ('we_1', $1, 'https://shop.example/<hooks>', 'whsec_x')`, b.tenantID)
+	_, err := b.pool.Exec(ctx, `INSERT INTO webhook_endpoints (id, tenant_id, url, secret) VALUES ('we_1', $1, 'https://shop.example/<hooks>?token=s3cret', 'whsec_x')`, b.tenantID)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `INSERT INTO webhook_messages (event_id, tenant_id, event_type, payment_id, body, created_at) VALUES ('evt_1', $1, 'payment.succeeded', $2, '{}', now())`, b.tenantID, p.ID)
 	require.NoError(t, err)
@@ -160,7 +160,8 @@ func TestRetryADelivery(t *testing.T) {
 	a, op := b.signIn(operators.Operator)
 	page := a.get("/console/payments/" + p.ID)
 	require.Equal(t, 1, count(page.body, "delivery-row"))
-	require.Contains(t, page.body, "https://shop.example/&lt;hooks&gt;")
+	require.Contains(t, page.body, "https://shop.example/%3Chooks%3E?token=***", "as text, its token masked")
+	require.NotContains(t, page.body, "s3cret")
 	require.Equal(t, "failed", testid(t, page.body, "delivery-status"))
 	require.Equal(t, "8", testid(t, page.body, "delivery-attempts"))
 	action := "/console/payments/" + p.ID + "/deliveries/whd_1/retry"

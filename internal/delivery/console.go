@@ -8,6 +8,7 @@ import (
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // The operator console's reads and its Retry (internal/console).
@@ -18,7 +19,8 @@ const MaxOfPayment = 500
 // FailingWindow is how far back CountFailing counts failed deliveries.
 const FailingWindow = 24 * time.Hour
 
-// PaymentDelivery is one delivery of a payment's event, with its endpoint.
+// PaymentDelivery is one delivery of a payment's event, with its endpoint's
+// URL (credentials in it masked: a merchant may put a token there).
 type PaymentDelivery struct {
 	Delivery
 	EndpointURL     string
@@ -34,7 +36,7 @@ func OfPayment(ctx context.Context, q db.DBTX, paymentID string) ([]PaymentDeliv
 	}
 	out := make([]PaymentDelivery, len(rows))
 	for i, r := range rows {
-		out[i] = PaymentDelivery{Delivery: deliveryOf(r.WebhookDelivery), EndpointURL: r.EndpointUrl, EndpointDeleted: r.EndpointDeleted}
+		out[i] = PaymentDelivery{Delivery: deliveryOf(r.WebhookDelivery), EndpointURL: redact.URL(r.EndpointUrl), EndpointDeleted: r.EndpointDeleted}
 	}
 	return out, nil
 }
