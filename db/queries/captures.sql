@@ -82,3 +82,11 @@ WHERE id = sqlc.arg(id) AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
 UPDATE captures
 SET next_check_at = now() + sqlc.arg(delay_ms)::bigint * interval '1 millisecond'
 WHERE id = ANY (sqlc.arg(ids)::text[]) AND status IN ('CREATED', 'PENDING', 'UNKNOWN');
+
+-- CaptureEventListByPayment is the audit of every capture and void of a
+-- payment, oldest first (the console's timeline).
+-- name: CaptureEventListByPayment :many
+SELECT e.*, c.kind, c.provider FROM capture_events AS e
+JOIN captures AS c ON c.id = e.capture_id
+WHERE c.payment_id = $1
+ORDER BY e.created_at, e.id;

@@ -93,10 +93,6 @@ SET status = 'pending', next_attempt_at = now(), claimed_until = 'epoch', schedu
 WHERE id = $1 AND status <> 'delivered'
 RETURNING *;
 
--- name: DeliveryEventInsert :exec
-INSERT INTO webhook_delivery_events (delivery_id, from_status, to_status, source, reason)
-VALUES ($1, $2, $3, $4, $5);
-
 -- name: DeliveryNotify :exec
 SELECT pg_notify('webhook_deliveries', '');
 
@@ -111,3 +107,47 @@ SELECT count(*)::bigint AS pending,
        COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest_seconds
 FROM webhook_deliveries
 WHERE status = 'pending';
+
+-- The console's reads and its retry (internal/console).
+
+-- DeliveryListByPayment is every delivery of a payment's events, oldest
+-- first, with its endpoint's URL (a deleted endpoint's too), at most
+-- max_rows (webhook_deliveries_payment_idx).
+-- name: DeliveryListByPayment :many
+SELECT sqlc.embed(d), e.url AS endpoint_url, (e.deleted_at IS NOT NULL)::boolean AS endpoint_deleted
+FROM webhook_deliveries AS d
+JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+WHERE d.payment_id = sqlc.arg(payment_id)
+ORDER BY d.created_at, d.id
+LIMIT sqlc.arg(max_rows);
+
+-- DeliveryCountFailing counts the deliveries that are failing: pending
+-- after at least one attempt without a 2xx (webhook_deliveries_due_idx),
+-- and failed within the last since_ms (webhook_deliveries_failed_idx).
+-- name: DeliveryCountFailing :one
+SELECT ((SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND attempts > 0)
+      + (SELECT count(*) FROM webhook_deliveries
+         WHERE status = 'failed' AND updated_at > now() - sqlc.arg(since_ms)::bigint * interval '1 millisecond'))::bigint
+       AS failing;
+
+-- name: DeliveryOwnerOf :one
+SELECT tenant_id, payment_id FROM webhook_deliveries WHERE id = $1;
+
+-- DeliveryEventListByPayment is the audit of the changes to a payment's
+-- deliveries that someone asked for (manual retries, an endpoint's
+-- deletion; not the attempts, which the deliveries' rows count), oldest
+-- first (the console's timeline).
+-- name: DeliveryEventListByPayment :many
+SELECT e.* FROM webhook_delivery_events AS e
+JOIN webhook_deliveries AS d ON d.id = e.delivery_id
+WHERE d.payment_id = $1 AND e.source <> 'worker'
+ORDER BY e.created_at, e.id;
+
+-- DeliveryFormKeyUsed reports whether a console form with this key already
+-- retried the delivery.
+-- name: DeliveryFormKeyUsed :one
+SELECT EXISTS (SELECT 1 FROM webhook_delivery_events WHERE delivery_id = $1 AND form_key = $2)::boolean AS used;
+
+-- name: DeliveryEventInsertByForm :exec
+INSERT INTO webhook_delivery_events (delivery_id, from_status, to_status, source, reason, form_key)
+VALUES ($1, $2, $3, $4, $5, $6);

@@ -209,6 +209,23 @@ func TestViewerSeesNoActionsAndIsRefused(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, b.post("/console/tenants", map[string]string{"csrf_token": b.csrf(), "idempotency_key": "forged", "name": "x"}))
 	require.Zero(t, s.count(t, `SELECT count(*) FROM refunds`))
 	require.Equal(t, 1, s.count(t, `SELECT count(*) FROM tenants`))
+
+	held := s.authorized(t, "order-viewer-held", 900)
+	b.open(paymentPath(held))
+	require.Equal(t, "AUTHORIZED", b.text("payment-status"))
+	for _, button := range []string{"Capture", "Void", "Retry"} {
+		require.False(t, b.hasButton(button), button)
+	}
+	for path, fields := range map[string]map[string]string{
+		"/captures":               {"amount": "900"},
+		"/voids":                  {"reason": "duplicate"},
+		"/deliveries/whd_1/retry": {},
+	} {
+		fields["csrf_token"], fields["idempotency_key"] = b.csrf(), "forged"
+		require.Equal(t, http.StatusForbidden, b.post(paymentPath(held)+path, fields), path)
+	}
+	require.Zero(t, s.count(t, `SELECT count(*) FROM captures`))
+	require.Equal(t, "AUTHORIZED", b.text("payment-status"))
 }
 
 // TestCSRFRefusal: a POST from the operator's own browser without the

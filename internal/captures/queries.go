@@ -93,3 +93,25 @@ func History(ctx context.Context, q db.DBTX, id string) ([]lifecycle.Status, err
 	}
 	return out, nil
 }
+
+// TimelineOfPayment returns the audit rows of every capture and void of
+// payment paymentID, oldest first (the console's timeline); each names its
+// capture or void and the provider it is at.
+func TimelineOfPayment(ctx context.Context, q db.DBTX, paymentID string) ([]lifecycle.Audit, error) {
+	rows, err := db.Q.CaptureEventListByPayment(ctx, q, paymentID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]lifecycle.Audit, len(rows))
+	for i, r := range rows {
+		a := lifecycle.Audit{
+			SubjectID: r.CaptureID, To: lifecycle.Status(r.ToStatus), Source: lifecycle.Source(r.Source),
+			Reason: r.Reason, Provider: r.Provider, At: r.CreatedAt,
+		}
+		if r.FromStatus != nil {
+			a.From = lifecycle.Status(*r.FromStatus)
+		}
+		out[i] = a
+	}
+	return out, nil
+}

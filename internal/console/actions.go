@@ -13,7 +13,6 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
-	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/refunds"
@@ -136,22 +135,16 @@ func (s *server) refundPayment(w http.ResponseWriter, r *http.Request) {
 	s.showPayment(w, r, http.StatusOK, &f)
 }
 
-// refundInput is the refund the API would take for this body, fingerprinted
-// as the API fingerprints it (its concrete path and canonical JSON).
+// refundInput is the refund the API would take for this body (see
+// operationRequest).
 func refundInput(p attempts.Attempt, key string, amount int64, reason string) (payments.RefundInput, error) {
-	in := payments.RefundInput{
-		OperationRequest: payments.OperationRequest{TenantID: p.TenantID, PaymentID: p.ID, IdempotencyKey: key},
-		Amount:           &amount,
-	}
+	in := payments.RefundInput{Amount: &amount}
 	body := map[string]any{"amount": amount}
 	if reason != "" {
 		in.Reason = &reason
 		body["reason"] = reason
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return in, err
-	}
-	in.Fingerprint, err = idempotency.Fingerprint(http.MethodPost, "/v1/payments/"+p.ID+"/refunds", raw)
+	var err error
+	in.OperationRequest, err = operationRequest(p, key, "refunds", body)
 	return in, err
 }

@@ -9,13 +9,13 @@
 package console
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/acme/paymentsvc/internal/db"
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/operators"
 	"github.com/acme/paymentsvc/internal/payments"
 )
@@ -32,10 +32,9 @@ type Deps struct {
 	// SecureCookie marks the session cookie Secure (CONSOLE_SECURE_COOKIE):
 	// on wherever the console is reached over HTTPS.
 	SecureCookie bool
-	// FailingDeliveries counts the merchant webhook deliveries that are
-	// failing, for the overview's count-deliveries-failing; nil reads 0
-	// (until merchant deliveries exist, the deliveries package fills it in).
-	FailingDeliveries func(ctx context.Context) (int64, error)
+	// Endpoints is the merchant webhooks' service, whose manual retry the
+	// console's Retry calls (nil: one on Pool).
+	Endpoints *delivery.Endpoints
 }
 
 type server struct {
@@ -49,8 +48,8 @@ func New(d Deps) http.Handler {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	if d.FailingDeliveries == nil {
-		d.FailingDeliveries = func(context.Context) (int64, error) { return 0, nil }
+	if d.Endpoints == nil {
+		d.Endpoints = delivery.NewEndpoints(d.Pool, delivery.EndpointsConfig{})
 	}
 	s := &server{Deps: d, pages: loadPages()}
 	r := chi.NewRouter()
@@ -73,6 +72,9 @@ func New(d Deps) http.Handler {
 		r.Get("/console/tenants", s.tenantList)
 		r.With(s.allow(operators.Operator)).Post("/console/payments/{id}/sync", s.syncPayment)
 		r.With(s.allow(operators.Operator)).Post("/console/payments/{id}/refunds", s.refundPayment)
+		r.With(s.allow(operators.Operator)).Post("/console/payments/{id}/captures", s.capturePayment)
+		r.With(s.allow(operators.Operator)).Post("/console/payments/{id}/voids", s.voidPayment)
+		r.With(s.allow(operators.Operator)).Post("/console/payments/{id}/deliveries/{delivery}/retry", s.retryDelivery)
 		r.With(s.allow(operators.Operator)).Post("/console/anomalies/{id}/resolve", s.resolveAnomaly)
 		r.With(s.allow(operators.Admin)).Post("/console/tenants", s.createTenant)
 		r.With(s.allow(operators.Admin)).Get("/console/operators", s.operatorList)

@@ -5,16 +5,15 @@ import (
 	"time"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/outbox"
 )
 
 // statuses are the payment statuses the console counts and filters by, in
-// the order a payment meets them. AUTHORIZED and CANCELED (authorize now,
-// capture later) are listed before any payment can have them, so their
-// counts read 0 until then and nothing here changes when they land.
+// the order a payment meets them.
 var statuses = []lifecycle.Status{
-	lifecycle.Created, lifecycle.Pending, "AUTHORIZED", lifecycle.Succeeded, "CANCELED", lifecycle.Failed, lifecycle.Unknown,
+	lifecycle.Created, lifecycle.Pending, lifecycle.Authorized, lifecycle.Succeeded, lifecycle.Canceled, lifecycle.Failed, lifecycle.Unknown,
 }
 
 // overviewWindow is how far back the overview counts payments.
@@ -68,7 +67,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	if d.Anomalies, err = attempts.CountOpenAnomalies(ctx, s.Pool); err == nil {
 		if d.Review, err = attempts.NeedsReview(ctx, s.Pool); err == nil {
 			if d.Outbox, _, err = outbox.Stats(ctx, s.Pool); err == nil {
-				if d.DeliveriesFailing, err = s.FailingDeliveries(ctx); err == nil {
+				if d.DeliveriesFailing, err = delivery.CountFailing(ctx, s.Pool); err == nil {
 					d.Stuck, err = attempts.Stuck(ctx, s.Pool, stuckAfter, stuckShown)
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/refunds"
@@ -16,34 +18,39 @@ import (
 )
 
 // timelineItem is one audit row on a payment's page: the payment's own, or
-// one of its refunds' (Subject names which).
+// one of its refunds', captures', voids' or merchant deliveries' (SubjectID
+// names which).
 type timelineItem struct {
 	lifecycle.Audit
-	Kind string // "payment" or "refund"
+	Kind string // "payment", "refund", "capture", "void" or "delivery"
 }
 
 type metaEntry struct{ Key, Value string }
 
-// paymentData is everything a payment's page shows. Captures, Voids and
-// Deliveries have their sections and rows (capture-row, void-row,
-// delivery-row) in the template already; loadPayment fills them once
-// captures, voids and merchant deliveries exist.
+// paymentData is everything a payment's page shows.
 type paymentData struct {
 	P          attempts.Attempt
 	Metadata   []metaEntry
 	Timeline   []timelineItem
 	Refunds    []refunds.Refund
-	Captures   []any
-	Voids      []any
+	Captures   []captures.Capture
+	Voids      []captures.Capture
 	Events     []outbox.Written
 	Webhooks   []webhook.Received
-	Deliveries []any
+	Deliveries []delivery.PaymentDelivery
 	Anomalies  []attempts.Recorded
 	// What the page offers (the role decides too, in the template).
 	CanSync    bool
 	CanRefund  bool
 	Refundable int64
+	// CanHold: the payment is AUTHORIZED with no capture or void under
+	// way, so Capture (at most Capturable) and Void are offered.
+	CanHold    bool
+	Capturable int64
 }
+
+// voidReasons are the reasons a void may give (as in the API).
+var voidReasons = captures.VoidReasons
 
 // errNoPayment is a payment id that names none.
 var errNoPayment = errors.New("no such payment")
@@ -75,7 +82,40 @@ func (s *server) loadPayment(ctx context.Context, id string) (*paymentData, erro
 	if err != nil {
 		return nil, err
 	}
-	d.Timeline = mergeTimeline(own, ofRefunds)
+	holds, err := captures.ListOf(ctx, s.Pool, id)
+	if err != nil {
+		return nil, err
+	}
+	live := false
+	kindOf := make(map[string]string, len(holds))
+	for _, c := range holds {
+		kindOf[c.ID] = string(c.Kind)
+		if c.Kind == captures.KindVoid {
+			d.Voids = append(d.Voids, c)
+		} else {
+			d.Captures = append(d.Captures, c)
+		}
+		live = live || c.Status != lifecycle.Failed
+	}
+	d.Capturable = p.Capturable()
+	d.CanHold = p.Status == lifecycle.Authorized && !live && d.Capturable > 0
+	ofHolds, err := captures.TimelineOfPayment(ctx, s.Pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Deliveries, err = delivery.OfPayment(ctx, s.Pool, id); err != nil {
+		return nil, err
+	}
+	ofDeliveries, err := delivery.TimelineOfPayment(ctx, s.Pool, id)
+	if err != nil {
+		return nil, err
+	}
+	d.Timeline = mergeTimeline(
+		kinded(own, func(string) string { return "payment" }),
+		kinded(ofRefunds, func(string) string { return "refund" }),
+		kinded(ofHolds, func(id string) string { return kindOf[id] }),
+		kinded(ofDeliveries, func(string) string { return "delivery" }),
+	)
 	if d.Events, err = outbox.OfPayment(ctx, s.Pool, id); err != nil {
 		return nil, err
 	}
@@ -88,16 +128,23 @@ func (s *server) loadPayment(ctx context.Context, id string) (*paymentData, erro
 	return d, nil
 }
 
-// mergeTimeline is the payment's audit rows and its refunds', oldest
-// first; at the same instant the payment's come first (each list is in
-// the order it was written).
-func mergeTimeline(own, ofRefunds []lifecycle.Audit) []timelineItem {
-	out := make([]timelineItem, 0, len(own)+len(ofRefunds))
-	for _, a := range own {
-		out = append(out, timelineItem{Audit: a, Kind: "payment"})
+// kinded is audit rows as timeline items, each of the kind kindOf names
+// for its subject.
+func kinded(rows []lifecycle.Audit, kindOf func(subjectID string) string) []timelineItem {
+	out := make([]timelineItem, len(rows))
+	for i, a := range rows {
+		out[i] = timelineItem{Audit: a, Kind: kindOf(a.SubjectID)}
 	}
-	for _, a := range ofRefunds {
-		out = append(out, timelineItem{Audit: a, Kind: "refund"})
+	return out
+}
+
+// mergeTimeline is the payment's audit rows and those of its refunds,
+// captures, voids and deliveries, oldest first; at the same instant the
+// earlier list's come first (each list is in the order it was written).
+func mergeTimeline(lists ...[]timelineItem) []timelineItem {
+	var out []timelineItem
+	for _, l := range lists {
+		out = append(out, l...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const captureClaimDue = `-- name: CaptureClaimDue :many
@@ -114,6 +115,57 @@ func (q *Queries) CaptureEventList(ctx context.Context, db DBTX, captureID strin
 			return nil, err
 		}
 		items = append(items, to_status)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const captureEventListByPayment = `-- name: CaptureEventListByPayment :many
+SELECT e.id, e.capture_id, e.from_status, e.to_status, e.source, e.reason, e.created_at, c.kind, c.provider FROM capture_events AS e
+JOIN captures AS c ON c.id = e.capture_id
+WHERE c.payment_id = $1
+ORDER BY e.created_at, e.id
+`
+
+type CaptureEventListByPaymentRow struct {
+	ID         int64
+	CaptureID  string
+	FromStatus *string
+	ToStatus   string
+	Source     string
+	Reason     string
+	CreatedAt  time.Time
+	Kind       string
+	Provider   string
+}
+
+// CaptureEventListByPayment is the audit of every capture and void of a
+// payment, oldest first (the console's timeline).
+func (q *Queries) CaptureEventListByPayment(ctx context.Context, db DBTX, paymentID string) ([]CaptureEventListByPaymentRow, error) {
+	rows, err := db.Query(ctx, captureEventListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CaptureEventListByPaymentRow
+	for rows.Next() {
+		var i CaptureEventListByPaymentRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CaptureID,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Source,
+			&i.Reason,
+			&i.CreatedAt,
+			&i.Kind,
+			&i.Provider,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -10,28 +10,91 @@ import (
 	"time"
 )
 
-const deliveryEventInsert = `-- name: DeliveryEventInsert :exec
-INSERT INTO webhook_delivery_events (delivery_id, from_status, to_status, source, reason)
-VALUES ($1, $2, $3, $4, $5)
+const deliveryCountFailing = `-- name: DeliveryCountFailing :one
+SELECT ((SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND attempts > 0)
+      + (SELECT count(*) FROM webhook_deliveries
+         WHERE status = 'failed' AND updated_at > now() - $1::bigint * interval '1 millisecond'))::bigint
+       AS failing
 `
 
-type DeliveryEventInsertParams struct {
+// DeliveryCountFailing counts the deliveries that are failing: pending
+// after at least one attempt without a 2xx (webhook_deliveries_due_idx),
+// and failed within the last since_ms (webhook_deliveries_failed_idx).
+func (q *Queries) DeliveryCountFailing(ctx context.Context, db DBTX, sinceMs int64) (int64, error) {
+	row := db.QueryRow(ctx, deliveryCountFailing, sinceMs)
+	var failing int64
+	err := row.Scan(&failing)
+	return failing, err
+}
+
+const deliveryEventInsertByForm = `-- name: DeliveryEventInsertByForm :exec
+INSERT INTO webhook_delivery_events (delivery_id, from_status, to_status, source, reason, form_key)
+VALUES ($1, $2, $3, $4, $5, $6)
+`
+
+type DeliveryEventInsertByFormParams struct {
 	DeliveryID string
 	FromStatus string
 	ToStatus   string
 	Source     string
 	Reason     string
+	FormKey    *string
 }
 
-func (q *Queries) DeliveryEventInsert(ctx context.Context, db DBTX, arg DeliveryEventInsertParams) error {
-	_, err := db.Exec(ctx, deliveryEventInsert,
+func (q *Queries) DeliveryEventInsertByForm(ctx context.Context, db DBTX, arg DeliveryEventInsertByFormParams) error {
+	_, err := db.Exec(ctx, deliveryEventInsertByForm,
 		arg.DeliveryID,
 		arg.FromStatus,
 		arg.ToStatus,
 		arg.Source,
 		arg.Reason,
+		arg.FormKey,
 	)
 	return err
+}
+
+const deliveryEventListByPayment = `-- name: DeliveryEventListByPayment :many
+SELECT e.id, e.delivery_id, e.from_status, e.to_status, e.source, e.reason, e.attempt, e.status_code, e.error, e.duration_ms, e.created_at, e.form_key FROM webhook_delivery_events AS e
+JOIN webhook_deliveries AS d ON d.id = e.delivery_id
+WHERE d.payment_id = $1 AND e.source <> 'worker'
+ORDER BY e.created_at, e.id
+`
+
+// DeliveryEventListByPayment is the audit of the changes to a payment's
+// deliveries that someone asked for (manual retries, an endpoint's
+// deletion; not the attempts, which the deliveries' rows count), oldest
+// first (the console's timeline).
+func (q *Queries) DeliveryEventListByPayment(ctx context.Context, db DBTX, paymentID string) ([]WebhookDeliveryEvent, error) {
+	rows, err := db.Query(ctx, deliveryEventListByPayment, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookDeliveryEvent
+	for rows.Next() {
+		var i WebhookDeliveryEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeliveryID,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Source,
+			&i.Reason,
+			&i.Attempt,
+			&i.StatusCode,
+			&i.Error,
+			&i.DurationMs,
+			&i.CreatedAt,
+			&i.FormKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deliveryFailForEndpoint = `-- name: DeliveryFailForEndpoint :execrows
@@ -53,6 +116,24 @@ func (q *Queries) DeliveryFailForEndpoint(ctx context.Context, db DBTX, endpoint
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const deliveryFormKeyUsed = `-- name: DeliveryFormKeyUsed :one
+SELECT EXISTS (SELECT 1 FROM webhook_delivery_events WHERE delivery_id = $1 AND form_key = $2)::boolean AS used
+`
+
+type DeliveryFormKeyUsedParams struct {
+	DeliveryID string
+	FormKey    *string
+}
+
+// DeliveryFormKeyUsed reports whether a console form with this key already
+// retried the delivery.
+func (q *Queries) DeliveryFormKeyUsed(ctx context.Context, db DBTX, arg DeliveryFormKeyUsedParams) (bool, error) {
+	row := db.QueryRow(ctx, deliveryFormKeyUsed, arg.DeliveryID, arg.FormKey)
+	var used bool
+	err := row.Scan(&used)
+	return used, err
 }
 
 const deliveryGetForTenant = `-- name: DeliveryGetForTenant :one
@@ -128,6 +209,71 @@ func (q *Queries) DeliveryGetForUpdate(ctx context.Context, db DBTX, arg Deliver
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const deliveryListByPayment = `-- name: DeliveryListByPayment :many
+
+SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.payment_id, d.status, d.attempts, d.schedule_step, d.lease, d.claimed_until, d.next_attempt_at, d.last_status_code, d.last_error, d.delivered_at, d.created_at, d.updated_at, e.url AS endpoint_url, (e.deleted_at IS NOT NULL)::boolean AS endpoint_deleted
+FROM webhook_deliveries AS d
+JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+WHERE d.payment_id = $1
+ORDER BY d.created_at, d.id
+LIMIT $2
+`
+
+type DeliveryListByPaymentParams struct {
+	PaymentID string
+	MaxRows   int32
+}
+
+type DeliveryListByPaymentRow struct {
+	WebhookDelivery WebhookDelivery
+	EndpointUrl     string
+	EndpointDeleted bool
+}
+
+// The console's reads and its retry (internal/console).
+// DeliveryListByPayment is every delivery of a payment's events, oldest
+// first, with its endpoint's URL (a deleted endpoint's too), at most
+// max_rows (webhook_deliveries_payment_idx).
+func (q *Queries) DeliveryListByPayment(ctx context.Context, db DBTX, arg DeliveryListByPaymentParams) ([]DeliveryListByPaymentRow, error) {
+	rows, err := db.Query(ctx, deliveryListByPayment, arg.PaymentID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryListByPaymentRow
+	for rows.Next() {
+		var i DeliveryListByPaymentRow
+		if err := rows.Scan(
+			&i.WebhookDelivery.ID,
+			&i.WebhookDelivery.TenantID,
+			&i.WebhookDelivery.EndpointID,
+			&i.WebhookDelivery.EventID,
+			&i.WebhookDelivery.EventType,
+			&i.WebhookDelivery.PaymentID,
+			&i.WebhookDelivery.Status,
+			&i.WebhookDelivery.Attempts,
+			&i.WebhookDelivery.ScheduleStep,
+			&i.WebhookDelivery.Lease,
+			&i.WebhookDelivery.ClaimedUntil,
+			&i.WebhookDelivery.NextAttemptAt,
+			&i.WebhookDelivery.LastStatusCode,
+			&i.WebhookDelivery.LastError,
+			&i.WebhookDelivery.DeliveredAt,
+			&i.WebhookDelivery.CreatedAt,
+			&i.WebhookDelivery.UpdatedAt,
+			&i.EndpointUrl,
+			&i.EndpointDeleted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deliveryListPage = `-- name: DeliveryListPage :many
@@ -211,6 +357,22 @@ SELECT pg_notify('webhook_deliveries', '')
 func (q *Queries) DeliveryNotify(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, deliveryNotify)
 	return err
+}
+
+const deliveryOwnerOf = `-- name: DeliveryOwnerOf :one
+SELECT tenant_id, payment_id FROM webhook_deliveries WHERE id = $1
+`
+
+type DeliveryOwnerOfRow struct {
+	TenantID  string
+	PaymentID string
+}
+
+func (q *Queries) DeliveryOwnerOf(ctx context.Context, db DBTX, id string) (DeliveryOwnerOfRow, error) {
+	row := db.QueryRow(ctx, deliveryOwnerOf, id)
+	var i DeliveryOwnerOfRow
+	err := row.Scan(&i.TenantID, &i.PaymentID)
+	return i, err
 }
 
 const deliveryRetry = `-- name: DeliveryRetry :one

@@ -222,6 +222,7 @@ type WebhookDeliveryEvent struct {
 	Error      *string
 	DurationMs *int32
 	CreatedAt  time.Time
+	FormKey    *string
 }
 
 type WebhookEndpoint struct {

@@ -88,16 +88,40 @@ func (s *Endpoints) Deliveries(ctx context.Context, tenantID, endpointID, after 
 // Retry makes the tenant's delivery id, failed or pending, due now with a
 // fresh schedule (its attempts count on), and wakes the deliverers: 404 for
 // an unknown delivery, another tenant's or a deleted endpoint's, 409 for a
-// delivered one.
+// delivered one. It is POST /v1/webhook_deliveries/{id}/retry; the console's
+// Retry is the same call (RetryByOperator).
 func (s *Endpoints) Retry(ctx context.Context, tenantID, id string) (Delivery, error) {
-	var out Delivery
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	d, _, err := s.retry(ctx, tenantID, id, retryOrigin{source: "api", reason: "retry_requested"})
+	return d, err
+}
+
+// retryOrigin is who asks for a retry: the API, or an operator's console
+// form (its key in formKey).
+type retryOrigin struct {
+	source, reason, formKey string
+}
+
+// retry is Retry on o's behalf. A console form whose key already retried
+// the delivery does nothing again: it answers the delivery as it is, and
+// replayed true.
+func (s *Endpoints) retry(ctx context.Context, tenantID, id string, o retryOrigin) (out Delivery, replayed bool, err error) {
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		cur, err := db.Q.DeliveryGetForUpdate(ctx, tx, db.DeliveryGetForUpdateParams{TenantID: tenantID, ID: id})
 		if err = db.Translate(err); errors.Is(err, db.ErrNotFound) {
 			return apperr.New(apperr.WebhookDeliveryNotFound, "no webhook delivery %q", id)
 		}
 		if err != nil {
 			return err
+		}
+		if o.formKey != "" {
+			used, err := db.Q.DeliveryFormKeyUsed(ctx, tx, db.DeliveryFormKeyUsedParams{DeliveryID: id, FormKey: &o.formKey})
+			if err != nil {
+				return fmt.Errorf("retry delivery: %w", db.Translate(err))
+			}
+			if used {
+				out, replayed = deliveryOf(cur), true
+				return nil
+			}
 		}
 		if cur.Status == StatusDelivered {
 			return apperr.New(apperr.WebhookDeliveryDelivered, "webhook delivery %s was delivered already", id)
@@ -106,14 +130,15 @@ func (s *Endpoints) Retry(ctx context.Context, tenantID, id string) (Delivery, e
 		if err != nil {
 			return fmt.Errorf("retry delivery: %w", err)
 		}
-		err = db.Q.DeliveryEventInsert(ctx, tx, db.DeliveryEventInsertParams{
-			DeliveryID: id, FromStatus: cur.Status, ToStatus: row.Status, Source: "api", Reason: "retry_requested",
-		})
-		if err != nil {
+		ev := db.DeliveryEventInsertByFormParams{DeliveryID: id, FromStatus: cur.Status, ToStatus: row.Status, Source: o.source, Reason: o.reason}
+		if o.formKey != "" {
+			ev.FormKey = &o.formKey
+		}
+		if err := db.Q.DeliveryEventInsertByForm(ctx, tx, ev); err != nil {
 			return fmt.Errorf("audit delivery: %w", err)
 		}
 		out = deliveryOf(row)
 		return db.Q.DeliveryNotify(ctx, tx)
 	})
-	return out, err
+	return out, replayed, err
 }

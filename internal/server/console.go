@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/app"
 	"github.com/acme/paymentsvc/internal/console"
+	"github.com/acme/paymentsvc/internal/delivery"
 	"github.com/acme/paymentsvc/internal/operators"
 )
 
@@ -30,7 +31,8 @@ func serveConsole(cfg Config, a *app.App, log *slog.Logger) (stop func(grace tim
 	}
 	handler := console.New(console.Deps{
 		Pool: a.Pool, Payments: a.Payments, Log: log, SecureCookie: cfg.ConsoleSecureCookie,
-		Sessions: operators.NewSessions(a.Pool, operators.Config{IdleTimeout: cfg.ConsoleSessionTTL}),
+		Sessions:  operators.NewSessions(a.Pool, operators.Config{IdleTimeout: cfg.ConsoleSessionTTL}),
+		Endpoints: delivery.NewEndpoints(a.Pool, delivery.EndpointsConfig{AllowHTTP: cfg.MerchantWebhook.AllowHTTP}),
 	})
 	srv, _ := newHTTPServer(handler)
 	go func() {
