@@ -29,6 +29,7 @@ func run(args []string, stderr io.Writer) int {
 	webhookSecret := set.Secret("SIM_WEBHOOK_SECRET", providersim.DefaultWebhookSecret, "secret webhooks are signed with")
 	latency := set.Duration("SIM_LATENCY", 0, "delay spent in every charge call before the charge is created")
 	authTTL := set.Duration("SIM_AUTH_TTL", providersim.DefaultAuthTTL, `how long a charge made with "capture":false stays capturable`)
+	api := set.String("SIM_API", providersim.APISim, `wire format of the provider API: "sim" (the simulator's own) or "stripe" (the subset of Stripe's API the Stripe connector uses)`)
 	if err := set.Parse(args, stderr); err != nil {
 		return envflag.ExitCode(err)
 	}
@@ -47,6 +48,7 @@ func run(args []string, stderr io.Writer) int {
 		WebhookSecret: *webhookSecret,
 		Latency:       *latency,
 		AuthTTL:       *authTTL,
+		API:           *api,
 		Logger:        log,
 	})
 	if err != nil {

@@ -50,6 +50,21 @@ func TestBinary(t *testing.T) {
 		code, out := runSim(t, []string{"SIM_LATENCY=soon"})
 		require.Equal(t, 2, code, "SIM_LATENCY=soon: %s", out)
 	})
+	t.Run("unknown SIM_API exits 1", func(t *testing.T) {
+		t.Parallel()
+		code, out := runSim(t, []string{"SIM_ADDR=127.0.0.1:0", "SIM_API=paypal"})
+		require.Equal(t, 1, code, "SIM_API=paypal: %s", out)
+		require.Contains(t, out, `API \"paypal\" is not sim or stripe`)
+	})
+	t.Run("SIM_API=stripe serves Stripe's API", func(t *testing.T) {
+		t.Parallel()
+		sim := proctest.StartSim(t, proctest.SimOptions{API: proctest.ProviderTypeStripe})
+		c := proctest.NewClient(sim.URL(), "sk_sim")
+		r, err := c.Do(http.MethodGet, "/v1/payment_intents?limit=1", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r)
+		require.JSONEq(t, `{"object":"list","data":[],"has_more":false,"url":"/v1/payment_intents"}`, string(r.Raw))
+	})
 	t.Run("serves until SIGTERM", func(t *testing.T) {
 		t.Parallel()
 		serveUntilSIGTERM(t)

@@ -24,19 +24,28 @@ type Sim struct {
 // SimOptions configure a providersim process.
 type SimOptions struct {
 	Env []string // extra SIM_* settings, e.g. "SIM_LATENCY=800ms"
+	// API is the wire format it speaks (SIM_API: ProviderTypeSim or
+	// ProviderTypeStripe); empty: ProviderType(t), from E2E_PROVIDER_TYPE.
+	// An Env that sets SIM_API wins.
+	API string
 }
 
 // StartSim runs providersim as a process on a free port.
 func StartSim(t testing.TB, opt SimOptions) *Sim {
 	t.Helper()
 	b := Build(t)
-	env := append([]string{"SIM_ADDR=127.0.0.1:0"}, opt.Env...)
+	api := opt.API
+	if api == "" {
+		api = ProviderType(t)
+	}
+	env := append([]string{"SIM_ADDR=127.0.0.1:0", "SIM_API=" + api}, opt.Env...)
 	p := StartProcess(t, "providersim", b.ProviderSim, nil, env)
 	return &Sim{Process: p}
 }
 
 // ServeSim runs a simulator with cfg in this process, behind an httptest
-// server, until t ends. wrap, if not nil, sits in front of the simulator's
+// server, until t ends. It speaks cfg.API (the simulator's own by
+// default); E2E_PROVIDER_TYPE, meant for the process suites, is not read. wrap, if not nil, sits in front of the simulator's
 // handler (to count or refuse some requests).
 func ServeSim(t testing.TB, cfg providersim.Config, wrap func(http.Handler) http.Handler) *Sim {
 	t.Helper()

@@ -13,6 +13,10 @@ type PodOptions struct {
 	DatabaseURL string
 	ProviderURL string
 	Env         []string // extra settings, e.g. "PAYMENTSVC_FAILPOINT=after_provider_call"
+	// ProviderType is the API its providers speak (ProviderTypeSim or
+	// ProviderTypeStripe); empty: ProviderType(t), from E2E_PROVIDER_TYPE.
+	// A provider that Env types with PROVIDER_TYPE_<NAME> keeps its type.
+	ProviderType string
 }
 
 // StartPod runs paymentsvc serve on a free port, without the operator
@@ -36,6 +40,11 @@ func StartPod(t testing.TB, opt PodOptions) *Process {
 		"SHUTDOWN_DRAIN_DELAY=0s",
 	}
 	env = append(env, opt.Env...)
+	typ := opt.ProviderType
+	if typ == "" {
+		typ = ProviderType(t)
+	}
+	env = append(env, providerTypeEnv(env, typ)...)
 	return StartProcess(t, name, b.PaymentSvc, []string{"serve"}, env)
 }
 

@@ -111,6 +111,9 @@ func (s *Server) commitHold(key string, req opRequest, op holdOp) (ans storedAns
 	before := *ch
 	rec := &Capture{Charge: ch.ID, Reference: req.Reference, IdempotencyKey: key, Created: s.now().Unix()}
 	rec.Amount = op.apply(ch, key, amount)
+	if req.cancelReason != "" {
+		ch.CancellationReason = req.cancelReason
+	}
 	body, err := json.Marshal(ch)
 	if err != nil {
 		*ch = before

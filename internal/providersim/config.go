@@ -19,6 +19,12 @@ const (
 	DefaultAuthTTL = 168 * time.Hour
 )
 
+// The wire formats the provider API can speak (SIM_API).
+const (
+	APISim    = "sim"
+	APIStripe = "stripe"
+)
+
 // Config configures a Server; zero fields take the defaults above.
 type Config struct {
 	// Addr is where ListenAndServe binds; Handler ignores it.
@@ -38,6 +44,10 @@ type Config struct {
 	AuthTTL time.Duration
 	// Logger receives JSON-able structured logs; nil discards them.
 	Logger *slog.Logger
+	// API is the wire format /v1/* speaks: APISim (the default) or
+	// APIStripe (the subset of Stripe's API described in stripe.go). The
+	// state, faults and control API are the same either way.
+	API string
 
 	// now is the clock of charges and expiries; nil means time.Now (tests
 	// set it).
@@ -60,6 +70,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AuthTTL == 0 {
 		c.AuthTTL = DefaultAuthTTL
+	}
+	if c.API == "" {
+		c.API = APISim
+	}
+	if c.API != APISim && c.API != APIStripe {
+		return c, fmt.Errorf("API %q is not %s or %s", c.API, APISim, APIStripe)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -26,6 +26,7 @@ type snapshot struct {
 	RefundKeys map[string]storedAnswer `json:"refund_keys"`
 	Captures   map[string]heldRecord   `json:"captures,omitempty"`
 	Voids      map[string]heldRecord   `json:"voids,omitempty"`
+	StripeKeys map[string]stripeKey    `json:"stripe_keys,omitempty"`
 	Stats      Stats                   `json:"stats"`
 }
 
@@ -101,6 +102,9 @@ func (s *Server) load() error {
 			held.records[k], held.keys[k] = &rec, &ans
 		}
 	}
+	for k, a := range snap.StripeKeys {
+		st.stripeKeys[k] = &a
+	}
 	s.st = st
 	s.chargeCalls.Store(snap.Stats.ChargeCalls)
 	s.refundCalls.Store(snap.Stats.RefundCalls)
@@ -132,6 +136,14 @@ func (s *Server) persistLocked() error {
 	}
 	snap.Captures = heldRecords(s.st.captures, s.st.captureKeys)
 	snap.Voids = heldRecords(s.st.voids, s.st.voidKeys)
+	for k, a := range s.st.stripeKeys {
+		if !a.running {
+			if snap.StripeKeys == nil {
+				snap.StripeKeys = map[string]stripeKey{}
+			}
+			snap.StripeKeys[k] = *a
+		}
+	}
 	b, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)

@@ -16,10 +16,19 @@ type opRequest struct {
 	Charge    string `json:"charge"`
 	Amount    *int64 `json:"amount,omitempty"`
 	Reference string `json:"reference,omitempty"`
+	// cancelReason is the Stripe face's cancellation_reason of a void,
+	// recorded on the charge.
+	cancelReason string
 }
 
 // refundRequest is the body of POST /v1/refunds.
-type refundRequest struct{ opRequest }
+type refundRequest struct {
+	opRequest
+	// meta and reason are the Stripe face's metadata[…] and reason,
+	// recorded on the refund.
+	meta   map[string]string
+	reason string
+}
 
 func (r refundRequest) validate() error {
 	if r.Charge == "" {
@@ -99,6 +108,8 @@ func (s *Server) commitRefund(key string, req refundRequest) (ans storedAnswer, 
 		Reference:      req.Reference,
 		IdempotencyKey: key,
 		Created:        s.now().Unix(),
+		Metadata:       NewMetadata(req.meta),
+		Reason:         req.reason,
 	}
 	b, err := json.Marshal(re)
 	if err != nil {

@@ -2,13 +2,11 @@ package providersim
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +64,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.WebhookURL != "" {
-		s.hooks = newWebhookSender(cfg.WebhookURL, cfg.WebhookSecret, s.log, s.now, func() { s.webhooksSent.Add(1) })
+		header := headerSignature
+		if cfg.API == APIStripe {
+			header = headerStripeSignature
+		}
+		s.hooks = newWebhookSender(cfg.WebhookURL, cfg.WebhookSecret, header, s.log, s.now, func() { s.webhooksSent.Add(1) })
 	}
 	s.handler = s.routes()
 	s.log.Info("simulator ready",
@@ -131,6 +133,17 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 }
 
 func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	if s.cfg.API == APIStripe {
+		mux.Handle("/v1/", s.stripeAuth(s.stripeRoutes()))
+	} else {
+		mux.Handle("/v1/", s.requireAPIKey(s.simRoutes()))
+	}
+	return s.controlRoutes(mux)
+}
+
+// simRoutes is the simulator's own provider API.
+func (s *Server) simRoutes() http.Handler {
 	v1 := http.NewServeMux()
 	v1.HandleFunc("POST /v1/charges", s.handleCreateCharge)
 	v1.HandleFunc("GET /v1/charges", s.handleListCharges)
@@ -142,9 +155,11 @@ func (s *Server) routes() http.Handler {
 	v1.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	v1.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	v1.HandleFunc("GET /v1/refunds/{id}", s.handleGetRefund)
+	return v1
+}
 
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", s.requireAPIKey(v1))
+// controlRoutes adds the control API (/_sim/*) to mux.
+func (s *Server) controlRoutes(mux *http.ServeMux) http.Handler {
 	mux.HandleFunc("GET /_sim/charges", s.handleSimCharges)
 	mux.HandleFunc("POST /_sim/charges", s.handleSimImport)
 	mux.HandleFunc("POST /_sim/charges/{id}/expire", s.handleSimExpire)
@@ -158,10 +173,8 @@ func (s *Server) routes() http.Handler {
 
 // requireAPIKey answers 401 unless the request carries "Authorization: Bearer <APIKey>".
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
-	want := []byte(s.cfg.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), want) != 1 {
+		if !s.validAPIKey(r) {
 			writeError(w, s.log, errorf(codeUnauthorized, "missing or invalid API key"))
 			return
 		}

@@ -33,6 +33,8 @@ type state struct {
 	// held is the authorized charges, which expire when their
 	// capture_before passes.
 	held map[string]*Charge
+	// stripeKeys are the Stripe face's idempotency keys.
+	stripeKeys map[string]*stripeKey
 }
 
 func newState() *state {
@@ -46,6 +48,7 @@ func newState() *state {
 		captureKeys: map[string]*storedAnswer{},
 		voidKeys:    map[string]*storedAnswer{},
 		held:        map[string]*Charge{},
+		stripeKeys:  map[string]*stripeKey{},
 	}
 }
 

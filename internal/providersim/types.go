@@ -57,6 +57,13 @@ type Charge struct {
 	// Refunded is true once AmountRefunded reaches AmountCaptured.
 	Refunded    bool   `json:"refunded"`
 	FailureCode string `json:"failure_code,omitempty"`
+	// The Stripe face's fields (SIM_API=stripe): the PaymentIntent's
+	// metadata, capture_method as sent, the cancellation_reason of a void,
+	// and a decline's Stripe error code (FailureCode is its decline_code).
+	Metadata           Metadata `json:"metadata,omitzero"`
+	CaptureMethod      string   `json:"capture_method,omitempty"`
+	CancellationReason string   `json:"cancellation_reason,omitempty"`
+	DeclineErrorCode   string   `json:"decline_error_code,omitempty"`
 }
 
 // manual reports whether the charge was made with "capture":false.
@@ -106,6 +113,9 @@ type Refund struct {
 	Reference      string `json:"reference"`
 	IdempotencyKey string `json:"idempotency_key"`
 	Created        int64  `json:"created"`
+	// The Stripe face's fields: the Refund's metadata and reason.
+	Metadata Metadata `json:"metadata,omitzero"`
+	Reason   string   `json:"reason,omitempty"`
 }
 
 // Event is the body of one webhook delivery.
@@ -157,4 +167,51 @@ type Stats struct {
 	CaptureCalls int64 `json:"capture_calls"`
 	VoidCalls    int64 `json:"void_calls"`
 	WebhooksSent int64 `json:"webhooks_sent"`
+}
+
+// Metadata is a Stripe object's metadata (the Stripe face's): a JSON
+// object of strings, kept encoded so that Charge and Refund stay
+// comparable values.
+type Metadata struct{ raw string }
+
+// NewMetadata encodes m (nil or empty: no metadata).
+func NewMetadata(m map[string]string) Metadata {
+	if len(m) == 0 {
+		return Metadata{}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	return Metadata{raw: string(b)}
+}
+
+// Map decodes the metadata (an empty map when there is none).
+func (m Metadata) Map() map[string]string {
+	out := map[string]string{}
+	if m.raw != "" {
+		_ = json.Unmarshal([]byte(m.raw), &out) // only NewMetadata and UnmarshalJSON set raw
+	}
+	return out
+}
+
+// IsZero reports that there is no metadata (for omitempty).
+func (m Metadata) IsZero() bool { return m.raw == "" }
+
+// MarshalJSON writes the object, or null when there is none.
+func (m Metadata) MarshalJSON() ([]byte, error) {
+	if m.raw == "" {
+		return []byte("null"), nil
+	}
+	return []byte(m.raw), nil
+}
+
+// UnmarshalJSON reads an object of strings, or null.
+func (m *Metadata) UnmarshalJSON(b []byte) error {
+	var v map[string]string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	*m = NewMetadata(v)
+	return nil
 }

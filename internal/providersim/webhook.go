@@ -25,6 +25,7 @@ const (
 	webhookMaxAttempts    = 12
 	webhookAttemptTimeout = 10 * time.Second
 	headerSignature       = "Sim-Signature"
+	headerStripeSignature = "Stripe-Signature"
 )
 
 // notifyCharge sends a webhook event about ch, if webhooks are configured.
@@ -40,6 +41,10 @@ func (s *Server) notifyRefund(re Refund) {
 
 func (s *Server) notify(eventType string, data EventData) {
 	if s.hooks == nil {
+		return
+	}
+	if s.cfg.API == APIStripe {
+		s.notifyStripe(eventType, data)
 		return
 	}
 	s.hooks.enqueue(Event{
@@ -65,6 +70,7 @@ func chargeEventType(ch *Charge) string {
 type webhookSender struct {
 	url       string
 	secret    string
+	header    string // the signature's header: Sim-Signature or Stripe-Signature
 	client    *http.Client
 	log       *slog.Logger
 	now       func() time.Time
@@ -78,11 +84,12 @@ type webhookSender struct {
 	wg     sync.WaitGroup
 }
 
-func newWebhookSender(url, secret string, log *slog.Logger, now func() time.Time, delivered func()) *webhookSender {
+func newWebhookSender(url, secret, header string, log *slog.Logger, now func() time.Time, delivered func()) *webhookSender {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &webhookSender{
 		url:       url,
 		secret:    secret,
+		header:    header,
 		client:    &http.Client{Timeout: webhookAttemptTimeout},
 		log:       log,
 		now:       now,
@@ -99,23 +106,28 @@ func (h *webhookSender) enqueue(ev Event) {
 		h.log.Error("webhook not sent: encode event", "event_id", ev.ID, "err", err)
 		return
 	}
+	h.enqueueBody(ev.ID, ev.Type, body)
+}
+
+// enqueueBody starts delivering an encoded event (id and type for the logs).
+func (h *webhookSender) enqueueBody(id, typ string, body []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		h.log.Warn("webhook not sent: simulator closing", "event_id", ev.ID, "type", ev.Type)
+		h.log.Warn("webhook not sent: simulator closing", "event_id", id, "type", typ)
 		return
 	}
 	h.queued.Add(1)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		h.deliver(ev, body)
+		h.deliver(id, typ, body)
 	}()
 }
 
 // deliver posts body until a 2xx answer, the attempt limit, or close. Every
 // attempt carries the same event id and body, signed afresh with the current time.
-func (h *webhookSender) deliver(ev Event, body []byte) {
+func (h *webhookSender) deliver(id, typ string, body []byte) {
 	backoff := webhookFirstBackoff
 	for attempt := 1; ; attempt++ {
 		err := h.attempt(body)
@@ -125,23 +137,23 @@ func (h *webhookSender) deliver(ev Event, body []byte) {
 		}
 		if err == nil {
 			h.delivered()
-			h.log.Info("webhook delivered", "event_id", ev.ID, "type", ev.Type, "attempt", attempt)
+			h.log.Info("webhook delivered", "event_id", id, "type", typ, "attempt", attempt)
 			return
 		}
 		if h.ctx.Err() != nil {
-			h.log.Warn("webhook abandoned: simulator closing", "event_id", ev.ID, "attempt", attempt)
+			h.log.Warn("webhook abandoned: simulator closing", "event_id", id, "attempt", attempt)
 			return
 		}
 		if attempt == webhookMaxAttempts {
-			h.log.Error("webhook given up", "event_id", ev.ID, "type", ev.Type, "attempts", attempt, "err", err)
+			h.log.Error("webhook given up", "event_id", id, "type", typ, "attempts", attempt, "err", err)
 			return
 		}
-		h.log.Warn("webhook attempt failed", "event_id", ev.ID, "attempt", attempt, "retry_in", backoff.String(), "err", err)
+		h.log.Warn("webhook attempt failed", "event_id", id, "attempt", attempt, "retry_in", backoff.String(), "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-h.ctx.Done():
 			t.Stop()
-			h.log.Warn("webhook abandoned: simulator closing", "event_id", ev.ID, "attempt", attempt)
+			h.log.Warn("webhook abandoned: simulator closing", "event_id", id, "attempt", attempt)
 			return
 		case <-t.C:
 		}
@@ -156,7 +168,7 @@ func (h *webhookSender) attempt(body []byte) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerSignature, SignatureHeader(h.secret, h.now().Unix(), body))
+	req.Header.Set(h.header, SignatureHeader(h.secret, h.now().Unix(), body))
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return err

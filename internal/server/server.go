@@ -122,6 +122,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for _, p := range cfg.Providers {
 		h := webhook.NewHandler(pool, p.Name, cfg.ProviderWebhookSecrets[p.Name], log)
 		h.SyncRefund = syncRefund
+		h.Type = p.Type
 		h.KeyTTL = cfg.KeyTTL
 		webhooks[p.Name] = h
 	}

@@ -24,6 +24,7 @@ const (
 	outcomeUnknownCharge = "unknown_charge" // no attempt for the charge: anomaly recorded
 	outcomeUnknownRefund = "unknown_refund" // no refund of ours behind the provider's: anomaly recorded
 	outcomeDuplicate     = "duplicate"      // the event was seen before: nothing done
+	outcomeIgnored       = "ignored"        // a Stripe event that changes nothing (not stored)
 )
 
 // Anomaly kinds this package records.
@@ -68,7 +69,7 @@ func process(ctx context.Context, tx pgx.Tx, ev event, body []byte) (result, err
 		return result{outcome: outcomeDuplicate}, nil
 	}
 	apply := applyCharge
-	if ev.Type == EventRefundSucceeded {
+	if ev.Type == EventRefundSucceeded || ev.Type == eventRefundFailed {
 		apply = applyRefund
 	}
 	res, err := apply(ctx, tx, ev)
@@ -174,7 +175,8 @@ func settle(res *result, moved bool, v verdict, conflict func(reason string) err
 	return nil
 }
 
-// applyRefund makes our refund agree with a refund.succeeded event, or
+// applyRefund makes our refund agree with a refund.succeeded event (or a
+// Stripe Refund that failed), or
 // records that the provider refunded something no refund of ours stands for
 // (unexpected_refund; settlement's own refunds of orphan charges excepted).
 func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
@@ -197,9 +199,13 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 	var v verdict
 	r, moved, err := refunds.Update(ctx, tx, found.ID, func(r refunds.Refund) (refunds.Change, bool) {
 		v = decideRefund(r, ev)
-		return refunds.Change{
+		c := refunds.Change{
 			To: v.to, ProviderRefundID: re.ID, Source: lifecycle.SourceWebhook, Reason: ev.Type + " " + ev.ID,
-		}, v.kind == verdictMove
+		}
+		if v.to == lifecycle.Failed {
+			c.FailureCode = ev.refundFailure
+		}
+		return c, v.kind == verdictMove
 	})
 	if err != nil {
 		return result{}, err

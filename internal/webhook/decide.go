@@ -109,12 +109,15 @@ func report(current, final attempts.Status) verdict {
 	}
 }
 
-// decideRefund says what a refund.succeeded event means for refund r, read
+// decideRefund says what a refund.succeeded (or failed) event means for refund r, read
 // under its row lock: pure, like decide.
 func decideRefund(r refunds.Refund, ev event) verdict {
 	re := ev.Data.Refund
 	if r.ProviderRefundID != nil && *r.ProviderRefundID != re.ID {
 		return verdict{kind: verdictConflict, reason: "the refund recorded a different provider refund"}
+	}
+	if ev.Type == eventRefundFailed {
+		return report(r.Status, lifecycle.Failed)
 	}
 	return report(r.Status, lifecycle.Succeeded)
 }

@@ -29,10 +29,12 @@ var chargeEvents = map[string]bool{
 // provider may add some.
 type event struct {
 	provider string // the provider whose endpoint received it
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Created  int64  `json:"created"`
-	Data     struct {
+	// refundFailure is a failed Stripe Refund's failure code (refund.failed).
+	refundFailure string
+	ID            string `json:"id"`
+	Type          string `json:"type"`
+	Created       int64  `json:"created"`
+	Data          struct {
 		Charge *provider.Charge `json:"charge"` // charge.* events
 		Refund *provider.Refund `json:"refund"` // refund.* events
 	} `json:"data"`

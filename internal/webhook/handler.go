@@ -18,6 +18,7 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/reqlog"
+	"github.com/acme/paymentsvc/internal/settings"
 )
 
 // Route is the pattern to mount Providers at: one path per provider.
@@ -53,6 +54,11 @@ type Handler struct {
 	provider string
 	secrets  []string
 	log      *slog.Logger
+
+	// Type is the API the provider speaks (settings.TypeSim, the default,
+	// or settings.TypeStripe): a Stripe provider's events are Stripe
+	// events signed with Stripe-Signature (see stripe.go).
+	Type string
 
 	// Now is the clock signatures are judged by; tests replace it.
 	Now func() time.Time
@@ -100,16 +106,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, apperr.New(apperr.InvalidRequest, "could not read the body"), "bad_request")
 		return
 	}
-	if err := Verify(r.Header.Get(HeaderSignature), body, h.secrets, h.now(), Tolerance); err != nil {
+	stripe := h.Type == settings.TypeStripe
+	header := HeaderSignature
+	if stripe {
+		header = HeaderStripeSignature
+	}
+	if err := Verify(r.Header.Get(header), body, h.secrets, h.now(), Tolerance); err != nil {
 		// The error names the reason only: never the header or a secret.
 		h.log.Warn("webhook refused", "reason", err.Error(), "remote_addr", r.RemoteAddr)
 		h.refuse(w, apperr.New(apperr.InvalidSignature, "%s", err.Error()), "bad_signature")
 		return
 	}
-	ev, err := parseEvent(body)
+	ev, apply, err := h.parse(body)
 	if err != nil {
 		h.log.Warn("webhook refused", "reason", err.Error())
 		h.refuse(w, apperr.New(apperr.InvalidRequest, "%s", err.Error()), "bad_request")
+		return
+	}
+	if !apply {
+		// A Stripe event of a type not applied (Stripe sends many) or a
+		// refund still pending: acknowledged, nothing changes.
+		metrics.WebhookOutcomes.WithLabelValues(outcomeIgnored).Inc()
+		h.log.Info("webhook ignored", "event_id", ev.ID, "type", ev.Type)
+		writeJSON(w, http.StatusOK, map[string]bool{"received": true})
 		return
 	}
 	ev.provider = h.provider
@@ -141,6 +160,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.log.Info("webhook received", "request_id", reqlog.From(r.Context()).RequestID, "event_id", ev.ID, "type", ev.Type,
 		"charge_id", ev.chargeID(), "payment_id", res.attemptID, "refund_id", res.refundID, "capture_id", res.captureID, "outcome", res.outcome)
 	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
+}
+
+// parse reads the event body in the provider's format; apply is false for
+// an event that is acknowledged without effect.
+func (h *Handler) parse(body []byte) (ev event, apply bool, err error) {
+	if h.Type == settings.TypeStripe {
+		return parseStripeEvent(body)
+	}
+	ev, err = parseEvent(body)
+	return ev, err == nil, err
 }
 
 // record runs process in one transaction. Once the event is authentic, the
