@@ -536,3 +536,50 @@ func TestStripeKeysSurviveARestart(t *testing.T) {
 	require.Len(t, chs, 1)
 	require.Equal(t, map[string]string{"psvc_payment": "pay_k"}, chs[0].Metadata.Map())
 }
+
+func TestStripeCreateThenConfirm(t *testing.T) {
+	rc := newStripeReceiver(t)
+	b, sc := stripeSetup(t, Config{AuthTTL: time.Hour, WebhookURL: rc.srvd.URL, WebhookSecret: testWebhookSecret})
+	create := func(key, method, pm string) *stripe.PaymentIntent {
+		p := piParams(key, 500, pm, method, "pay_c")
+		p.Confirm = stripe.Bool(false)
+		pi, err := sc.V1PaymentIntents.Create(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, stripe.PaymentIntentStatusRequiresConfirmation, pi.Status)
+		require.Nil(t, pi.LatestCharge, "nothing charged yet")
+		return pi
+	}
+	pi := create("k-c1", "automatic", "pm_card_visa")
+	require.Equal(t, int64(1), b.stats().Charges)
+
+	cp := &stripe.PaymentIntentConfirmParams{OffSession: stripe.Bool(true)}
+	cp.SetIdempotencyKey("k-c1-confirm")
+	got, err := sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp)
+	require.NoError(t, err)
+	require.Equal(t, stripe.PaymentIntentStatusSucceeded, got.Status)
+	require.Equal(t, int64(500), got.AmountReceived)
+	again, err := sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp)
+	require.NoError(t, err)
+	require.Equal(t, "true", again.LastResponse.Header.Get("Idempotent-Replayed"))
+	cp2 := &stripe.PaymentIntentConfirmParams{}
+	cp2.SetIdempotencyKey("k-c1-confirm-2")
+	_, err = sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp2)
+	require.Equal(t, stripe.ErrorCodePaymentIntentUnexpectedState, stripeErrOf(t, err).Code, "a succeeded PaymentIntent is not confirmed twice")
+
+	man := create("k-c2", "manual", "pm_card_visa")
+	got, err = sc.V1PaymentIntents.Confirm(ctx, man.ID, &stripe.PaymentIntentConfirmParams{})
+	require.NoError(t, err)
+	require.Equal(t, stripe.PaymentIntentStatusRequiresCapture, got.Status)
+
+	dec := create("k-c3", "automatic", "pm_card_visa")
+	_, err = sc.V1PaymentIntents.Confirm(ctx, dec.ID, &stripe.PaymentIntentConfirmParams{PaymentMethod: stripe.String("pm_card_authenticationRequired")})
+	se := stripeErrOf(t, err)
+	require.Equal(t, http.StatusPaymentRequired, se.HTTPStatusCode)
+	require.Equal(t, stripe.DeclineCode("authentication_required"), se.DeclineCode)
+	st := b.stats()
+	require.Equal(t, int64(8), st.ChargeCalls, "three creates and five confirms")
+	require.Equal(t, int64(3), st.Charges)
+
+	// Webhooks only for what was decided: succeeded, capturable, failed.
+	eventually(t, "three deliveries", func() bool { return len(rc.deliveries()) == 3 })
+}
