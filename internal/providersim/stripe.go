@@ -417,7 +417,9 @@ func parsePIRequest(form url.Values) (piRequest, error) {
 		}
 	}
 	return piRequest{
-		amount: amount, currency: strings.ToLower(form.Get("currency")), paymentMethod: form.Get("payment_method"),
+		// Kept upper case as the simulator's API keeps it (the control API
+		// shows one form whatever the face); answered lower case.
+		amount: amount, currency: strings.ToUpper(form.Get("currency")), paymentMethod: form.Get("payment_method"),
 		captureMethod: cm, metadata: metadataOf(form), confirm: form.Get("confirm") == "true",
 	}, nil
 }

@@ -99,6 +99,7 @@ func TestStripeCreateAutomaticAndRetrieve(t *testing.T) {
 	require.Equal(t, pi.ID, chs[0].ID)
 	require.Equal(t, "pay_1", chs[0].Reference)
 	require.Equal(t, "k-auto", chs[0].IdempotencyKey)
+	require.Equal(t, "USD", chs[0].Currency, "the control API shows currencies as the simulator's API does")
 	require.Equal(t, StatusSucceeded, chs[0].Status)
 	require.Equal(t, Stats{ChargeCalls: 1, Charges: 1}, b.stats())
 }

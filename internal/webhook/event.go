@@ -31,6 +31,10 @@ type event struct {
 	provider string // the provider whose endpoint received it
 	// refundFailure is a failed Stripe Refund's failure code (refund.failed).
 	refundFailure string
+	// foreign is a Stripe PaymentIntent without metadata[psvc_payment]: on
+	// an account other systems share, one we have no payment for is
+	// theirs, and changes nothing (no anomaly).
+	foreign bool
 	ID            string `json:"id"`
 	Type          string `json:"type"`
 	Created       int64  `json:"created"`

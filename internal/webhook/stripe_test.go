@@ -411,6 +411,17 @@ func TestStripeOtherTypesAndMalformedBodies(t *testing.T) {
 	}
 	require.Zero(t, b.count(`SELECT count(*) FROM webhook_events`))
 
+	// A PaymentIntent of another system on a shared account (no
+	// metadata[psvc_payment], no payment of ours): recorded, no anomaly;
+	// one with our metadata but no payment is an anomaly.
+	foreign := piEvent(StripePaymentIntentSucceeded, attempts.Attempt{Amount: 100}, testkit.RandomID("pi_"), map[string]any{"status": "succeeded", "metadata": map[string]string{"order": "x"}})
+	expectOK(t, b.stripeDeliver(foreign))
+	require.Equal(t, outcomeNoop, b.stripeOutcome(evID(foreign)))
+	ours := piEvent(StripePaymentIntentSucceeded, attempts.Attempt{ID: "pay_gone", Amount: 100}, testkit.RandomID("pi_"), map[string]any{"status": "succeeded"})
+	expectOK(t, b.stripeDeliver(ours))
+	require.Equal(t, outcomeUnknownCharge, b.stripeOutcome(evID(ours)))
+	require.Equal(t, 1, b.allAnomalies())
+
 	// Another api_version, with fields we do not know: accepted on the
 	// fields used.
 	p, pi := b.stripePayment(attempts.Pending, attempts.CaptureAutomatic)
