@@ -35,10 +35,10 @@ type event struct {
 	// an account other systems share, one we have no payment for is
 	// theirs, and changes nothing (no anomaly).
 	foreign bool
-	ID            string `json:"id"`
-	Type          string `json:"type"`
-	Created       int64  `json:"created"`
-	Data          struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
 		Charge *provider.Charge `json:"charge"` // charge.* events
 		Refund *provider.Refund `json:"refund"` // refund.* events
 	} `json:"data"`
