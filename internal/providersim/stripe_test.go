@@ -416,6 +416,17 @@ func TestStripeFaultAnswers(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Empty(t, r.header.Get("Idempotent-Replayed"))
 	require.Equal(t, int64(1), b.stats().Charges)
+	// A replay meets the faults too, and keeps its first answer.
+	b.setFaults(Faults{ErrorRate: 1, ErrorStatus: 500})
+	again := b.stripePost("/v1/payment_intents", "k-front", url.Values{"amount": {"10"}, "currency": {"usd"},
+		"payment_method": {"pm_card_visa"}, "confirm": {"true"}})
+	require.Equal(t, http.StatusInternalServerError, again.status)
+	b.setFaults(Faults{})
+	again = b.stripePost("/v1/payment_intents", "k-front", url.Values{"amount": {"10"}, "currency": {"usd"},
+		"payment_method": {"pm_card_visa"}, "confirm": {"true"}})
+	require.Equal(t, http.StatusOK, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, string(r.body), string(again.body))
 
 	// Refund faults only with "refunds":true, as in the simulator's API.
 	b.setFaults(Faults{ErrorRate: 1, ErrorStatus: 503})
