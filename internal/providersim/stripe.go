@@ -38,6 +38,7 @@ const (
 	piSucceeded             = "succeeded"
 	piRequiresCapture       = "requires_capture"
 	piRequiresPaymentMethod = "requires_payment_method"
+	piRequiresConfirmation  = "requires_confirmation"
 	piCanceled              = "canceled"
 )
 
@@ -58,6 +59,8 @@ var stripeDeclines = map[string]stripeDecline{
 	"pm_card_chargeDeclinedExpiredCard":           {"expired_card", "expired_card"},
 	"pm_card_chargeDeclinedIncorrectCvc":          {"incorrect_cvc", "incorrect_cvc"},
 	"pm_card_chargeDeclinedProcessingError":       {"processing_error", "processing_error"},
+	// A card that needs the customer (3-D Secure) cannot pay off-session.
+	"pm_card_authenticationRequired": {"authentication_required", "authentication_required"},
 }
 
 // stripeCancelReasons are the cancellation_reason values a cancel takes.
@@ -71,6 +74,7 @@ func (s *Server) stripeRoutes() http.Handler {
 	v1.HandleFunc("POST /v1/payment_intents", s.handleStripeCreatePI)
 	v1.HandleFunc("GET /v1/payment_intents", s.handleStripeListPIs)
 	v1.HandleFunc("GET /v1/payment_intents/{id}", s.handleStripeGetPI)
+	v1.HandleFunc("POST /v1/payment_intents/{id}/confirm", s.handleStripeConfirm)
 	v1.HandleFunc("POST /v1/payment_intents/{id}/capture", s.handleStripeCapture)
 	v1.HandleFunc("POST /v1/payment_intents/{id}/cancel", s.handleStripeCancel)
 	v1.HandleFunc("POST /v1/refunds", s.handleStripeCreateRefund)
@@ -297,6 +301,11 @@ func stripePIOf(ch Charge, expandCharge bool) *stripePI {
 		pi.LatestCharge = stripeChargeOf(ch)
 	}
 	switch ch.Status {
+	case StatusRequiresConfirmation:
+		pi.Status, pi.LatestCharge = piRequiresConfirmation, nil
+		if ch.PaymentMethod == "" {
+			pi.Status = piRequiresPaymentMethod
+		}
 	case StatusFailed:
 		pi.Status, pi.PaymentMethod = piRequiresPaymentMethod, nil
 		pi.LastPaymentError = stripeDeclineErr(ch)
@@ -378,6 +387,7 @@ type piRequest struct {
 	paymentMethod string
 	captureMethod string
 	metadata      map[string]string
+	confirm       bool // false: the PaymentIntent waits for POST …/confirm
 }
 
 func parsePIRequest(form url.Values) (piRequest, error) {
@@ -389,10 +399,10 @@ func parsePIRequest(form url.Values) (piRequest, error) {
 		return piRequest{}, missingParam("amount")
 	case form.Get("currency") == "":
 		return piRequest{}, missingParam("currency")
-	case form.Get("payment_method") == "":
+	case form.Get("confirm") != "" && form.Get("confirm") != "true" && form.Get("confirm") != "false":
+		return piRequest{}, invalidParam("confirm", "confirm must be true or false")
+	case form.Get("confirm") == "true" && form.Get("payment_method") == "":
 		return piRequest{}, missingParam("payment_method")
-	case form.Get("confirm") != "true":
-		return piRequest{}, invalidParam("confirm", "The simulator's Stripe face only creates confirmed PaymentIntents: send confirm=true.")
 	}
 	cm, err := oneOf(form, "capture_method", []string{"automatic", "automatic_async", "manual"})
 	if err != nil {
@@ -407,32 +417,42 @@ func parsePIRequest(form url.Values) (piRequest, error) {
 		}
 	}
 	return piRequest{
-		amount: amount, currency: strings.ToLower(form.Get("currency")), paymentMethod: form.Get("payment_method"),
-		captureMethod: cm, metadata: metadataOf(form),
+		// Kept upper case as the simulator's API keeps it (the control API
+		// shows one form whatever the face); answered lower case.
+		amount: amount, currency: strings.ToUpper(form.Get("currency")), paymentMethod: form.Get("payment_method"),
+		captureMethod: cm, metadata: metadataOf(form), confirm: form.Get("confirm") == "true",
 	}, nil
 }
 
-// newPI is the charge a confirmed PaymentIntent makes.
+// newPI is the charge a PaymentIntent is: confirmed at once (decided by its
+// payment method), or waiting for its confirmation.
 func (s *Server) newPI(key string, req piRequest) *Charge {
 	ch := &Charge{
-		ID: newID("pi_"), Amount: req.amount, Currency: req.currency, Status: StatusSucceeded,
+		ID: newID("pi_"), Amount: req.amount, Currency: req.currency, Status: StatusRequiresConfirmation,
 		Reference: req.metadata["psvc_payment"], IdempotencyKey: key, PaymentMethod: req.paymentMethod,
 		Created: s.now().Unix(), Metadata: NewMetadata(req.metadata), CaptureMethod: req.captureMethod,
 	}
-	manual := req.captureMethod == "manual"
-	if manual {
-		ch.CaptureBefore = ch.Created + int64(s.cfg.AuthTTL/time.Second)
-	}
-	if d, declined := stripeDeclines[req.paymentMethod]; declined {
-		ch.Status, ch.FailureCode, ch.DeclineErrorCode = StatusFailed, d.declineCode, d.code
-		return ch
-	}
-	if manual {
-		ch.Status, ch.AmountCapturable = StatusAuthorized, ch.Amount
-	} else {
-		ch.Captured, ch.AmountCaptured = true, ch.Amount
+	if req.confirm {
+		s.confirmPI(ch)
 	}
 	return ch
+}
+
+// confirmPI decides an unconfirmed PaymentIntent by its payment method:
+// declined, authorized (manual) or succeeded.
+func (s *Server) confirmPI(ch *Charge) {
+	manual := ch.CaptureMethod == "manual"
+	if manual {
+		ch.CaptureBefore = s.now().Unix() + int64(s.cfg.AuthTTL/time.Second)
+	}
+	switch d, declined := stripeDeclines[ch.PaymentMethod]; {
+	case declined:
+		ch.Status, ch.FailureCode, ch.DeclineErrorCode = StatusFailed, d.declineCode, d.code
+	case manual:
+		ch.Status, ch.AmountCapturable = StatusAuthorized, ch.Amount
+	default:
+		ch.Status, ch.Captured, ch.AmountCaptured = StatusSucceeded, true, ch.Amount
+	}
 }
 
 // commitPI creates the PaymentIntent for key (the simulator's own key,
@@ -475,7 +495,66 @@ func piAnswer(ch Charge, expand bool) (int, []byte) {
 	return http.StatusOK, b
 }
 
-// handleStripeCreatePI is POST /v1/payment_intents (confirm=true).
+// handleStripeConfirm is POST /v1/payment_intents/{id}/confirm
+// (payment_method optional: the one given at creation), of a PaymentIntent
+// created without confirm=true; any other answers 400
+// payment_intent_unexpected_state.
+func (s *Server) handleStripeConfirm(w http.ResponseWriter, r *http.Request) {
+	s.chargeCalls.Add(1)
+	id := r.PathValue("id")
+	s.serveStripePost(w, r, s.currentFaults, func(_ string, form url.Values) (stripeCommit, error) {
+		if _, ok := s.piByID(id); !ok {
+			return nil, noSuch("payment_intent", "intent", id)
+		}
+		pm := form.Get("payment_method")
+		return func() (int, []byte, error) {
+			ch, refusal, err := s.commitConfirm(id, pm)
+			if err != nil {
+				return 0, nil, err
+			}
+			if refusal != nil {
+				return refusal.status, stripeErrorBody(refusal), nil
+			}
+			s.notifyCharge(chargeEventType(&ch), ch)
+			status, body := piAnswer(ch, expands(form, "latest_charge"))
+			return status, body, nil
+		}, nil
+	})
+}
+
+// commitConfirm confirms PaymentIntent id (with payment method pm, if
+// given), or refuses one that is not waiting for it.
+func (s *Server) commitConfirm(id, pm string) (Charge, *stripeErr, error) {
+	defer s.lock()()
+	ch, ok := s.st.charges[id]
+	if !ok {
+		return Charge{}, noSuch("payment_intent", "intent", id), nil
+	}
+	if ch.Status != StatusRequiresConfirmation || (pm == "" && ch.PaymentMethod == "") {
+		pi := stripePIOf(*ch, false)
+		return Charge{}, &stripeErr{status: http.StatusBadRequest, Type: stripeInvalidRequestError,
+			Code: "payment_intent_unexpected_state", PaymentIntent: pi,
+			Message: "This PaymentIntent's status is " + pi.Status + "; it cannot be confirmed."}, nil
+	}
+	before := *ch
+	if pm != "" {
+		ch.PaymentMethod = pm
+	}
+	s.confirmPI(ch)
+	if ch.Status == StatusAuthorized {
+		s.st.held[ch.ID] = ch
+	}
+	if err := s.persistLocked(); err != nil {
+		*ch = before
+		delete(s.st.held, ch.ID)
+		return Charge{}, nil, fmt.Errorf("persist confirmation: %w", err)
+	}
+	s.log.Info("payment intent confirmed", "payment_intent", ch.ID, "status", ch.Status)
+	return *ch, nil, nil
+}
+
+// handleStripeCreatePI is POST /v1/payment_intents (confirm=true, or
+// unconfirmed for a later POST …/confirm).
 func (s *Server) handleStripeCreatePI(w http.ResponseWriter, r *http.Request) {
 	s.chargeCalls.Add(1)
 	s.serveStripePost(w, r, s.currentFaults, func(key string, form url.Values) (stripeCommit, error) {
@@ -488,7 +567,7 @@ func (s *Server) handleStripeCreatePI(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return 0, nil, err
 			}
-			if made {
+			if made && ch.Status != StatusRequiresConfirmation {
 				s.notifyCharge(chargeEventType(&ch), ch)
 			}
 			status, body := piAnswer(ch, expands(form, "latest_charge"))

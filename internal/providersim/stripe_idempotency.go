@@ -60,7 +60,13 @@ func (s *Server) serveStripePost(w http.ResponseWriter, r *http.Request, faults 
 			return
 		}
 		if prev != nil {
+			// A replay meets the faults too (not stored: the key keeps
+			// its first answer).
 			f := faults()
+			if f.failNow() {
+				writeStripeError(w, faultError(f.errorStatus()))
+				return
+			}
 			time.Sleep(f.latency())
 			if f.DropAfterCommit {
 				s.log.Info("stripe answer dropped by fault", "idempotency_key", key, "endpoint", endpoint)

@@ -99,6 +99,7 @@ func TestStripeCreateAutomaticAndRetrieve(t *testing.T) {
 	require.Equal(t, pi.ID, chs[0].ID)
 	require.Equal(t, "pay_1", chs[0].Reference)
 	require.Equal(t, "k-auto", chs[0].IdempotencyKey)
+	require.Equal(t, "USD", chs[0].Currency, "the control API shows currencies as the simulator's API does")
 	require.Equal(t, StatusSucceeded, chs[0].Status)
 	require.Equal(t, Stats{ChargeCalls: 1, Charges: 1}, b.stats())
 }
@@ -415,6 +416,17 @@ func TestStripeFaultAnswers(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Empty(t, r.header.Get("Idempotent-Replayed"))
 	require.Equal(t, int64(1), b.stats().Charges)
+	// A replay meets the faults too, and keeps its first answer.
+	b.setFaults(Faults{ErrorRate: 1, ErrorStatus: 500})
+	again := b.stripePost("/v1/payment_intents", "k-front", url.Values{"amount": {"10"}, "currency": {"usd"},
+		"payment_method": {"pm_card_visa"}, "confirm": {"true"}})
+	require.Equal(t, http.StatusInternalServerError, again.status)
+	b.setFaults(Faults{})
+	again = b.stripePost("/v1/payment_intents", "k-front", url.Values{"amount": {"10"}, "currency": {"usd"},
+		"payment_method": {"pm_card_visa"}, "confirm": {"true"}})
+	require.Equal(t, http.StatusOK, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, string(r.body), string(again.body))
 
 	// Refund faults only with "refunds":true, as in the simulator's API.
 	b.setFaults(Faults{ErrorRate: 1, ErrorStatus: 503})
@@ -535,4 +547,51 @@ func TestStripeKeysSurviveARestart(t *testing.T) {
 	chs := b2.charges()
 	require.Len(t, chs, 1)
 	require.Equal(t, map[string]string{"psvc_payment": "pay_k"}, chs[0].Metadata.Map())
+}
+
+func TestStripeCreateThenConfirm(t *testing.T) {
+	rc := newStripeReceiver(t)
+	b, sc := stripeSetup(t, Config{AuthTTL: time.Hour, WebhookURL: rc.srvd.URL, WebhookSecret: testWebhookSecret})
+	create := func(key, method, pm string) *stripe.PaymentIntent {
+		p := piParams(key, 500, pm, method, "pay_c")
+		p.Confirm = stripe.Bool(false)
+		pi, err := sc.V1PaymentIntents.Create(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, stripe.PaymentIntentStatusRequiresConfirmation, pi.Status)
+		require.Nil(t, pi.LatestCharge, "nothing charged yet")
+		return pi
+	}
+	pi := create("k-c1", "automatic", "pm_card_visa")
+	require.Equal(t, int64(1), b.stats().Charges)
+
+	cp := &stripe.PaymentIntentConfirmParams{OffSession: stripe.Bool(true)}
+	cp.SetIdempotencyKey("k-c1-confirm")
+	got, err := sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp)
+	require.NoError(t, err)
+	require.Equal(t, stripe.PaymentIntentStatusSucceeded, got.Status)
+	require.Equal(t, int64(500), got.AmountReceived)
+	again, err := sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp)
+	require.NoError(t, err)
+	require.Equal(t, "true", again.LastResponse.Header.Get("Idempotent-Replayed"))
+	cp2 := &stripe.PaymentIntentConfirmParams{}
+	cp2.SetIdempotencyKey("k-c1-confirm-2")
+	_, err = sc.V1PaymentIntents.Confirm(ctx, pi.ID, cp2)
+	require.Equal(t, stripe.ErrorCodePaymentIntentUnexpectedState, stripeErrOf(t, err).Code, "a succeeded PaymentIntent is not confirmed twice")
+
+	man := create("k-c2", "manual", "pm_card_visa")
+	got, err = sc.V1PaymentIntents.Confirm(ctx, man.ID, &stripe.PaymentIntentConfirmParams{})
+	require.NoError(t, err)
+	require.Equal(t, stripe.PaymentIntentStatusRequiresCapture, got.Status)
+
+	dec := create("k-c3", "automatic", "pm_card_visa")
+	_, err = sc.V1PaymentIntents.Confirm(ctx, dec.ID, &stripe.PaymentIntentConfirmParams{PaymentMethod: stripe.String("pm_card_authenticationRequired")})
+	se := stripeErrOf(t, err)
+	require.Equal(t, http.StatusPaymentRequired, se.HTTPStatusCode)
+	require.Equal(t, stripe.DeclineCode("authentication_required"), se.DeclineCode)
+	st := b.stats()
+	require.Equal(t, int64(8), st.ChargeCalls, "three creates and five confirms")
+	require.Equal(t, int64(3), st.Charges)
+
+	// Webhooks only for what was decided: succeeded, capturable, failed.
+	eventually(t, "three deliveries", func() bool { return len(rc.deliveries()) == 3 })
 }

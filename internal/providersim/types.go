@@ -13,6 +13,9 @@ const (
 	StatusAuthorized = "authorized"
 	StatusVoided     = "voided"
 	StatusExpired    = "expired"
+	// StatusRequiresConfirmation is a PaymentIntent of the Stripe face
+	// created without confirm=true: nothing happened yet.
+	StatusRequiresConfirmation = "requires_confirmation"
 )
 
 // Webhook event types.

@@ -108,6 +108,9 @@ func applyCharge(ctx context.Context, tx pgx.Tx, ev event) (result, error) {
 		return res, nil
 	}
 	if !ok {
+		if ev.foreign {
+			return result{outcome: outcomeNoop}, nil // another system's PaymentIntent
+		}
 		if ev.Type == EventChargeVoided && ch.VoidKey == captures.OrphanVoidKey(ch.ID) {
 			return result{outcome: outcomeNoop}, nil // settlement voided an orphan authorization
 		}

@@ -31,10 +31,14 @@ type event struct {
 	provider string // the provider whose endpoint received it
 	// refundFailure is a failed Stripe Refund's failure code (refund.failed).
 	refundFailure string
-	ID            string `json:"id"`
-	Type          string `json:"type"`
-	Created       int64  `json:"created"`
-	Data          struct {
+	// foreign is a Stripe PaymentIntent without metadata[psvc_payment]: on
+	// an account other systems share, one we have no payment for is
+	// theirs, and changes nothing (no anomaly).
+	foreign bool
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
 		Charge *provider.Charge `json:"charge"` // charge.* events
 		Refund *provider.Refund `json:"refund"` // refund.* events
 	} `json:"data"`

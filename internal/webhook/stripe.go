@@ -150,6 +150,7 @@ func parseStripeEvent(body []byte) (ev event, apply bool, err error) {
 		Created: obj.Created, AmountCapturable: obj.AmountCapturable,
 	}
 	ev.Data.Charge = ch
+	ev.foreign = ch.Reference == ""
 	manual := obj.CaptureMethod == "manual"
 	switch se.Type {
 	case StripePaymentIntentSucceeded:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/attempts"
@@ -19,6 +20,7 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/proctest"
+	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/refunds"
 	"github.com/acme/paymentsvc/internal/settings"
 	"github.com/acme/paymentsvc/internal/testdb"
@@ -411,6 +413,17 @@ func TestStripeOtherTypesAndMalformedBodies(t *testing.T) {
 	}
 	require.Zero(t, b.count(`SELECT count(*) FROM webhook_events`))
 
+	// A PaymentIntent of another system on a shared account (no
+	// metadata[psvc_payment], no payment of ours): recorded, no anomaly;
+	// one with our metadata but no payment is an anomaly.
+	foreign := piEvent(StripePaymentIntentSucceeded, attempts.Attempt{Amount: 100}, testkit.RandomID("pi_"), map[string]any{"status": "succeeded", "metadata": map[string]string{"order": "x"}})
+	expectOK(t, b.stripeDeliver(foreign))
+	require.Equal(t, outcomeNoop, b.stripeOutcome(evID(foreign)))
+	ours := piEvent(StripePaymentIntentSucceeded, attempts.Attempt{ID: "pay_gone", Amount: 100}, testkit.RandomID("pi_"), map[string]any{"status": "succeeded"})
+	expectOK(t, b.stripeDeliver(ours))
+	require.Equal(t, outcomeUnknownCharge, b.stripeOutcome(evID(ours)))
+	require.Equal(t, 1, b.allAnomalies())
+
 	// Another api_version, with fields we do not know: accepted on the
 	// fields used.
 	p, pi := b.stripePayment(attempts.Pending, attempts.CaptureAutomatic)
@@ -419,4 +432,56 @@ func TestStripeOtherTypesAndMalformedBodies(t *testing.T) {
 	ev["api_version"] = "2019-02-19"
 	expectOK(t, b.stripeDeliver(ev))
 	require.Equal(t, attempts.Succeeded, b.get(p.ID).Status)
+}
+
+// TestStripeFaceEventsApply: the simulator's Stripe face and this handler
+// agree: its signed events, for PaymentIntents made through stripe-go,
+// move our payments (a real HTTP delivery, real clocks).
+func TestStripeFaceEventsApply(t *testing.T) {
+	t.Parallel()
+	tdb := testdb.New(t)
+	h := NewHandler(tdb.Pool, "stripe", []string{"whsec_face"}, slog.New(slog.DiscardHandler))
+	h.Type = settings.TypeStripe
+	hooks := httptest.NewServer(h)
+	t.Cleanup(hooks.Close)
+	sim := proctest.ServeSim(t, providersim.Config{API: providersim.APIStripe, APIKey: "sk_face",
+		WebhookURL: hooks.URL + stripeHookPath, WebhookSecret: "whsec_face"}, nil)
+	sc := stripe.NewClient("sk_face", stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		URL: stripe.String(sim.URL()), MaxNetworkRetries: stripe.Int64(0), LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+	})))
+	b := &bundle{t: t, pool: tdb.Pool, tenantID: testdb.Tenant(t, tdb.Pool, testdb.TenantOpts{Name: "face"}).ID}
+
+	auto := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenantID, Status: attempts.Pending, Provider: "stripe"})
+	man := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenantID, Status: attempts.Pending, Provider: "stripe", CaptureMethod: attempts.CaptureManual})
+	declined := testdb.Attempt(t, b.pool, testdb.AttemptOpts{TenantID: b.tenantID, Status: attempts.Pending, Provider: "stripe"})
+	create := func(a testdb.Seeded, pm, method string) string {
+		p := &stripe.PaymentIntentCreateParams{Amount: stripe.Int64(a.Amount), Currency: stripe.String("usd"),
+			PaymentMethod: stripe.String(pm), Confirm: stripe.Bool(true), OffSession: stripe.Bool(true),
+			CaptureMethod: stripe.String(method), Metadata: map[string]string{"psvc_payment": a.ID}}
+		p.SetIdempotencyKey("psvc_" + a.ID)
+		pi, err := sc.V1PaymentIntents.Create(context.Background(), p)
+		if pm == "pm_card_chargeDeclined" {
+			var se *stripe.Error
+			require.ErrorAs(t, err, &se)
+			return se.PaymentIntent.ID
+		}
+		require.NoError(t, err)
+		return pi.ID
+	}
+	autoPI := create(auto, "pm_card_visa", "automatic")
+	manPI := create(man, "pm_card_visa", "manual")
+	declinedPI := create(declined, "pm_card_chargeDeclined", "automatic")
+
+	testkit.Eventually(t, 10*time.Second, "the three payments moved by the face's webhooks", func() bool {
+		return b.get(auto.ID).Status == attempts.Succeeded && b.get(man.ID).Status == attempts.Authorized &&
+			b.get(declined.ID).Status == attempts.Failed
+	})
+	require.Equal(t, autoPI, *b.get(auto.ID).ProviderChargeID)
+	require.Equal(t, manPI, *b.get(man.ID).ProviderChargeID)
+	// Stripe's events carry latest_charge as an id, so the deadline is
+	// not known from the event (the connector reads it).
+	require.Nil(t, b.get(man.ID).CaptureBefore)
+	require.Equal(t, declinedPI, *b.get(declined.ID).ProviderChargeID)
+	require.Equal(t, "generic_decline", *b.get(declined.ID).FailureCode)
+	require.Zero(t, b.allAnomalies())
 }
