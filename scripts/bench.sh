@@ -178,6 +178,14 @@ window_start() {
 }
 window_end() {
 	local cpu1 lsn1
+	# pgbench's backends exit when it does: wait until they are gone and
+	# reaped, so their CPU is in the postmaster's cutime (read in the middle
+	# of their exit, a backend's CPU would be in neither).
+	for _ in $(seq 1 100); do
+		[ "$("${PSQL[@]}" -Atd "$DBNAME" -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'")" = 0 ] && break
+		sleep 0.1
+	done
+	sleep 0.5
 	cpu1=$(pgcpu)
 	lsn1=$(lsn)
 	echo "$(awk -v a="$w_cpu" -v b="$cpu1" -v t="$TCK" 'BEGIN { printf "%.3f", (b - a) / t }') $("${PSQL[@]}" -Atd "$DBNAME" -c "SELECT pg_wal_lsn_diff('$lsn1', '$w_lsn')::bigint")" >"$OUT/window_$1.txt"
