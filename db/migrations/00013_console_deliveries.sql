@@ -14,7 +14,8 @@ CREATE UNIQUE INDEX webhook_delivery_events_form_key_idx
 
 -- The overview's count of failing deliveries reads the failed ones of the
 -- last 24 h by this index (the pending ones by webhook_deliveries_due_idx).
-CREATE INDEX webhook_deliveries_failed_idx ON webhook_deliveries (updated_at) WHERE status = 'failed';
+-- On a large table build it first, CONCURRENTLY (docs/operations.md).
+CREATE INDEX IF NOT EXISTS webhook_deliveries_failed_idx ON webhook_deliveries (updated_at) WHERE status = 'failed';
 
 -- +goose Down
 DROP INDEX webhook_deliveries_failed_idx;
