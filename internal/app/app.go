@@ -16,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/settings"
 )
 
@@ -60,7 +61,7 @@ func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger)
 			pool.Close()
 			return nil, fmt.Errorf("provider %s: type %q has no connector in this build", setting.Name, setting.Type)
 		}
-		r := provider.NewResilient(provider.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient), s.Provider(), log)
+		r := provider.NewResilient(sim.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient), s.Provider(), log)
 		provs, ps = append(provs, r), append(ps, r)
 	}
 	svc, err := payments.NewRouted(pool, ps, s.Payments(), log)

@@ -1,7 +1,8 @@
-// Package provider talks to the payment provider: the Provider interface,
-// the simulator's HTTP client, and the resilient wrapper (circuit breaker and
-// jittered retries) that classifies every charge call into an Outcome that is
-// never a guess.
+// Package provider talks to the payment providers: the Caller and Provider
+// interfaces, and the resilient wrapper (circuit breaker and jittered
+// retries) that classifies every call into an Outcome that is never a guess.
+// Each provider's API is a connector in a folder of its own below this one
+// (sim: the simulator's API; stripe: Stripe's).
 package provider
 
 import (

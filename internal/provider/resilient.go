@@ -13,7 +13,8 @@ import (
 )
 
 // Caller is the single-shot provider API that Resilient drives: each method
-// is one HTTP call, and a failed call returns a *CallError. *HTTPClient is one.
+// is one HTTP call, and a failed call returns a *CallError. Each connector (internal/provider/sim,
+// internal/provider/stripe) is one.
 type Caller interface {
 	Name() string
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
@@ -27,8 +28,6 @@ type Caller interface {
 	CaptureByKey(ctx context.Context, key string) (Hold, error)
 	VoidByKey(ctx context.Context, key string) (Hold, error)
 }
-
-var _ Caller = (*HTTPClient)(nil)
 
 // Config bounds the calls Resilient makes. Zero is not a legal value of any
 // field, so a zero field takes the documented default (PROVIDER_CALL_TIMEOUT
@@ -48,9 +47,9 @@ const (
 	DefaultBreakerCooldown = 10 * time.Second
 )
 
-// withDefaults fills the zero fields. A zero RetryBudget is not "no retries":
+// WithDefaults fills the zero fields. A zero RetryBudget is not "no retries":
 // the backoff would read it as "retry forever".
-func (c Config) withDefaults() Config {
+func (c Config) WithDefaults() Config {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
@@ -98,7 +97,7 @@ func NewResilient(inner Caller, cfg Config, log *slog.Logger) *Resilient {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Resilient{inner: inner, cfg: cfg.withDefaults(), log: log.With("provider", inner.Name())}
+	r := &Resilient{inner: inner, cfg: cfg.WithDefaults(), log: log.With("provider", inner.Name())}
 	r.cb = newBreaker(inner.Name(), r.cfg, r.log)
 	return r
 }
@@ -125,7 +124,7 @@ func (r *Resilient) BreakerOpen() bool {
 // deduplicates it, so a retry never charges twice).
 func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
 	var ch Charge
-	tries, sent, err := r.run(ctx, opCharge, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, OpCharge, func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
@@ -163,7 +162,7 @@ func classify(tries int, sent bool, err error) Result {
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
-	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != opCharge):
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != OpCharge):
 		res.Outcome, res.DeclineCode = Declined, ce.Code
 	case !sent:
 		res.Outcome, res.Err = NotSent, err
@@ -177,14 +176,14 @@ func classify(tries int, sent bool, err error) Result {
 // when the provider says it has none.
 func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
 	if key == "" {
-		return Charge{}, errEmptyKey
+		return Charge{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.ChargeByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.ChargeByKey(ctx, key) })
 }
 
 // ListCharges returns one page of the charges created in [q.From, q.To).
 func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
-	return read(ctx, r, opList, func(ctx context.Context) (ChargePage, error) { return r.inner.ListCharges(ctx, q) })
+	return read(ctx, r, OpList, func(ctx context.Context) (ChargePage, error) { return r.inner.ListCharges(ctx, q) })
 }
 
 // read makes a call that changes nothing at the provider (a lookup or a
@@ -208,7 +207,7 @@ func read[T any](ctx context.Context, r *Resilient, op string, call func(context
 // provider deduplicates it, so a retry never refunds twice).
 func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result {
 	var re Refund
-	tries, sent, err := r.run(ctx, opRefund, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, OpRefund, func(ctx context.Context) error {
 		var err error
 		re, err = r.inner.PostRefund(ctx, req)
 		return err
@@ -234,23 +233,23 @@ func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result 
 // when the provider says it has none.
 func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error) {
 	if key == "" {
-		return Refund{}, errEmptyKey
+		return Refund{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
 }
 
 // CaptureCharge captures an authorized charge, retrying under the same
 // idempotency key (the provider deduplicates it, so a retry never captures
 // twice).
 func (r *Resilient) CaptureCharge(ctx context.Context, req CaptureRequest) Result {
-	return r.hold(ctx, opCapture, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+	return r.hold(ctx, OpCapture, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
 		return r.inner.PostCapture(ctx, req)
 	})
 }
 
 // VoidCharge releases an authorized charge, retrying like CaptureCharge.
 func (r *Resilient) VoidCharge(ctx context.Context, req VoidRequest) Result {
-	return r.hold(ctx, opVoid, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+	return r.hold(ctx, OpVoid, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
 		return r.inner.PostVoid(ctx, req)
 	})
 }
@@ -284,9 +283,9 @@ func (r *Resilient) hold(ctx context.Context, op, key, reference string, call fu
 // it has none.
 func (r *Resilient) GetCharge(ctx context.Context, id string) (Charge, error) {
 	if id == "" {
-		return Charge{}, errEmptyKey
+		return Charge{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
 }
 
 // CaptureByKey looks a capture up by its idempotency key; ErrNotFound only
@@ -302,12 +301,19 @@ func (r *Resilient) VoidByKey(ctx context.Context, key string) (Hold, error) {
 
 func (r *Resilient) holdByKey(ctx context.Context, key string, lookup func(context.Context, string) (Hold, error)) (Hold, error) {
 	if key == "" {
-		return Hold{}, errEmptyKey
+		return Hold{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, key) })
 }
 
 // refusal is a call the breaker did not let through.
 func refusal(op string, err error) error {
 	return fmt.Errorf("%w: %s refused, circuit breaker: %w", ErrUnavailable, op, err)
 }
+
+// BreakerState is the breaker's state now (for tests and diagnostics).
+func (r *Resilient) BreakerState() gobreaker.State { return r.cb.State() }
+
+// ConsecutiveFailures is how many calls in a row the breaker counted as
+// failed (for tests and diagnostics).
+func (r *Resilient) ConsecutiveFailures() uint32 { return r.cb.Counts().ConsecutiveFailures }

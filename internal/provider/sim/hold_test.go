@@ -1,4 +1,4 @@
-package provider_test
+package sim_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
@@ -19,15 +20,15 @@ import (
 // simulator's URL (for its control API).
 func simProvider(t *testing.T) (*provider.Resilient, string) {
 	t.Helper()
-	sim, err := providersim.New(providersim.Config{APIKey: "sk_hold"})
+	ps, err := providersim.New(providersim.Config{APIKey: "sk_hold"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(sim.Handler())
+	srv := httptest.NewServer(ps.Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		_ = sim.Close()
+		_ = ps.Close()
 	})
 	cfg := provider.Config{CallTimeout: 500 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerFailures: 100, BreakerCooldown: time.Second}
-	return provider.NewResilient(provider.NewHTTPClient("sim", srv.URL, "sk_hold", &http.Client{}), cfg, nil), srv.URL
+	return provider.NewResilient(sim.NewHTTPClient("sim", srv.URL, "sk_hold", &http.Client{}), cfg, nil), srv.URL
 }
 
 func control(t *testing.T, method, url string, body any) {
@@ -137,7 +138,7 @@ func TestCaptureOutcomesAreNeverGuessed(t *testing.T) {
 	_, err := p.VoidByKey(t.Context(), "k-void")
 	require.NoError(t, err, "looking it up finds it")
 
-	dead := provider.NewResilient(provider.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), "sk_hold", &http.Client{}),
+	dead := provider.NewResilient(sim.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), "sk_hold", &http.Client{}),
 		provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 300 * time.Millisecond}, nil)
 	r = dead.CaptureCharge(t.Context(), provider.CaptureRequest{ChargeID: ch.ID, IdempotencyKey: "k-cap-3"})
 	require.Equal(t, provider.NotSent, r.Outcome)
