@@ -128,7 +128,9 @@ func (k refundsKind) lookup(ctx context.Context, sub subject) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	re, err := p.RefundByKey(ctx, refunds.ProviderKey(sub.id))
+	re, err := p.FindRefund(ctx, provider.Lookup{
+		Key: refunds.ProviderKey(sub.id), Reference: sub.id, ChargeID: sub.chargeID, Since: sub.rec.(refunds.Refund).CreatedAt,
+	})
 	if err != nil {
 		return change{}, err
 	}

@@ -75,6 +75,18 @@ func (c Charge) CapturedAmount() int64 {
 	return c.Amount
 }
 
+// Lookup names one step of ours (a charge, refund, capture or void) whose
+// answer was lost, with all a connector may need to find it exactly and
+// read-after-write: providers without a lookup by idempotency key find it by
+// an id stored before the money moved, or by listing and matching our
+// reference. Never by a search that may lag.
+type Lookup struct {
+	Key       string    // the idempotency key the step was sent with
+	Reference string    // our id of the step: the payment's, refund's, capture's or void's
+	ChargeID  string    // the payment's charge at the provider, when known
+	Since     time.Time // when the step was created: nothing of it at the provider is older
+}
+
 // ListQuery asks for a page of the charges created in [From, To): at most
 // Limit of them, after the charge with id After ("" for the first page).
 type ListQuery struct {
@@ -215,9 +227,10 @@ type Provider interface {
 	Name() string
 	// CreateCharge charges, deduplicated by req.IdempotencyKey.
 	CreateCharge(ctx context.Context, req ChargeRequest) Result
-	// ChargeByKey looks a charge up by the idempotency key it was created
-	// with; ErrNotFound if the provider has none.
-	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	// FindCharge looks up the charge a payment's step made (l.Key, the
+	// payment's idempotency key; l.Reference, its id); ErrNotFound if the
+	// provider has none.
+	FindCharge(ctx context.Context, l Lookup) (Charge, error)
 	// ListCharges returns one page of the charges created in [q.From, q.To),
 	// ordered by creation then id.
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
@@ -225,9 +238,9 @@ type Provider interface {
 	// refusal that proves nothing was refunded (amount too large, charge not
 	// refundable) is Declined with the provider's code.
 	CreateRefund(ctx context.Context, req RefundRequest) Result
-	// RefundByKey looks a refund up by the idempotency key it was created
-	// with; ErrNotFound if the provider has none.
-	RefundByKey(ctx context.Context, key string) (Refund, error)
+	// FindRefund looks up the refund a step made (l.ChargeID: the charge
+	// refunded); ErrNotFound if the provider has none.
+	FindRefund(ctx context.Context, l Lookup) (Refund, error)
 	// CaptureCharge captures an authorized charge, deduplicated by
 	// req.IdempotencyKey: Succeeded with the charge as captured, or
 	// Declined with the provider's refusal code (CodeAmountTooLarge,
@@ -239,8 +252,8 @@ type Provider interface {
 	// GetCharge reads a charge by its id, as it is now (an authorization
 	// that expired reads ChargeExpired); ErrNotFound if there is none.
 	GetCharge(ctx context.Context, id string) (Charge, error)
-	// CaptureByKey and VoidByKey look a capture or void up by the
-	// idempotency key it was made with; ErrNotFound if the provider has none.
-	CaptureByKey(ctx context.Context, key string) (Hold, error)
-	VoidByKey(ctx context.Context, key string) (Hold, error)
+	// FindCapture and FindVoid look up the capture or void a step made of
+	// charge l.ChargeID; ErrNotFound if the provider has none.
+	FindCapture(ctx context.Context, l Lookup) (Hold, error)
+	FindVoid(ctx context.Context, l Lookup) (Hold, error)
 }

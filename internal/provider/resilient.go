@@ -18,15 +18,15 @@ import (
 type Caller interface {
 	Name() string
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
-	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	FindCharge(ctx context.Context, l Lookup) (Charge, error)
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
 	PostRefund(ctx context.Context, req RefundRequest) (Refund, error)
-	RefundByKey(ctx context.Context, key string) (Refund, error)
+	FindRefund(ctx context.Context, l Lookup) (Refund, error)
 	PostCapture(ctx context.Context, req CaptureRequest) (Charge, error)
 	PostVoid(ctx context.Context, req VoidRequest) (Charge, error)
 	GetCharge(ctx context.Context, id string) (Charge, error)
-	CaptureByKey(ctx context.Context, key string) (Hold, error)
-	VoidByKey(ctx context.Context, key string) (Hold, error)
+	FindCapture(ctx context.Context, l Lookup) (Hold, error)
+	FindVoid(ctx context.Context, l Lookup) (Hold, error)
 }
 
 // Config bounds the calls Resilient makes. Zero is not a legal value of any
@@ -172,13 +172,13 @@ func classify(tries int, sent bool, err error) Result {
 	return res
 }
 
-// ChargeByKey looks a charge up by its idempotency key; ErrNotFound only
+// FindCharge looks up the charge of a payment's step; ErrNotFound only
 // when the provider says it has none.
-func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
-	if key == "" {
+func (r *Resilient) FindCharge(ctx context.Context, l Lookup) (Charge, error) {
+	if l.Key == "" {
 		return Charge{}, ErrEmptyKey
 	}
-	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.ChargeByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.FindCharge(ctx, l) })
 }
 
 // ListCharges returns one page of the charges created in [q.From, q.To).
@@ -229,13 +229,13 @@ func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result 
 	return res
 }
 
-// RefundByKey looks a refund up by its idempotency key; ErrNotFound only
-// when the provider says it has none.
-func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error) {
-	if key == "" {
+// FindRefund looks up the refund of a step; ErrNotFound only when the
+// provider says it has none.
+func (r *Resilient) FindRefund(ctx context.Context, l Lookup) (Refund, error) {
+	if l.Key == "" {
 		return Refund{}, ErrEmptyKey
 	}
-	return read(ctx, r, OpLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Refund, error) { return r.inner.FindRefund(ctx, l) })
 }
 
 // CaptureCharge captures an authorized charge, retrying under the same
@@ -288,22 +288,22 @@ func (r *Resilient) GetCharge(ctx context.Context, id string) (Charge, error) {
 	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
 }
 
-// CaptureByKey looks a capture up by its idempotency key; ErrNotFound only
-// when the provider says it has none.
-func (r *Resilient) CaptureByKey(ctx context.Context, key string) (Hold, error) {
-	return r.holdByKey(ctx, key, r.inner.CaptureByKey)
+// FindCapture looks up the capture of a step; ErrNotFound only when the
+// provider says it has none.
+func (r *Resilient) FindCapture(ctx context.Context, l Lookup) (Hold, error) {
+	return r.findHold(ctx, l, r.inner.FindCapture)
 }
 
-// VoidByKey looks a void up by its idempotency key, like CaptureByKey.
-func (r *Resilient) VoidByKey(ctx context.Context, key string) (Hold, error) {
-	return r.holdByKey(ctx, key, r.inner.VoidByKey)
+// FindVoid looks up the void of a step, like FindCapture.
+func (r *Resilient) FindVoid(ctx context.Context, l Lookup) (Hold, error) {
+	return r.findHold(ctx, l, r.inner.FindVoid)
 }
 
-func (r *Resilient) holdByKey(ctx context.Context, key string, lookup func(context.Context, string) (Hold, error)) (Hold, error) {
-	if key == "" {
+func (r *Resilient) findHold(ctx context.Context, l Lookup, lookup func(context.Context, Lookup) (Hold, error)) (Hold, error) {
+	if l.Key == "" {
 		return Hold{}, ErrEmptyKey
 	}
-	return read(ctx, r, OpLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, l) })
 }
 
 // refusal is a call the breaker did not let through.

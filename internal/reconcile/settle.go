@@ -390,7 +390,9 @@ func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCha
 			if err != nil {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}
-			ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(row.ID))
+			ch, err := p.FindCharge(ctx, provider.Lookup{
+				Key: attempts.ProviderKey(row.ID), Reference: row.ID, ChargeID: stored, Since: row.CreatedAt,
+			})
 			if err != nil && !errors.Is(err, provider.ErrNotFound) {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}

@@ -154,19 +154,19 @@ func TestBreakerRefusesLookups(t *testing.T) {
 		func(_ int, w http.ResponseWriter, _ *http.Request) {
 			answerError(w, http.StatusServiceUnavailable, "")
 		})
-	_, err := r.ChargeByKey(t.Context(), "k1")
+	_, err := r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 	require.Error(t, err)
 	require.NotErrorIs(t, err, provider.ErrUnavailable)
 	require.True(t, r.BreakerOpen())
 
-	_, err = r.ChargeByKey(t.Context(), "k1")
+	_, err = r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 	require.ErrorIs(t, err, provider.ErrUnavailable)
 	_, err = r.ListCharges(t.Context(), provider.ListQuery{From: time.Unix(0, 0), To: time.Unix(10, 0)})
 	require.ErrorIs(t, err, provider.ErrUnavailable)
 	res := r.CreateRefund(t.Context(), provider.RefundRequest{ChargeID: "ch_1", IdempotencyKey: "rk1"})
 	require.Equal(t, provider.NotSent, res.Outcome)
 	require.ErrorIs(t, res.Err, provider.ErrUnavailable)
-	_, err = r.RefundByKey(t.Context(), "rk1")
+	_, err = r.FindRefund(t.Context(), provider.Lookup{Key: "rk1"})
 	require.ErrorIs(t, err, provider.ErrUnavailable)
 	require.Equal(t, 1, f.Hits())
 }

@@ -114,9 +114,11 @@ func (s *HTTPClient) PostCharge(ctx context.Context, req provider.ChargeRequest)
 	return provider.Charge{}, resp.statusError(provider.OpCharge)
 }
 
-// ChargeByKey makes one GET /v1/charges?idempotency_key=key. A 404 whose
+// FindCharge makes one GET /v1/charges?idempotency_key=l.Key (the
+// simulator looks everything up by our key). A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
-func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (provider.Charge, error) {
+func (s *HTTPClient) FindCharge(ctx context.Context, l provider.Lookup) (provider.Charge, error) {
+	key := l.Key
 	return getByKey(ctx, s, "/v1/charges", key, "charge", func(ch provider.Charge) bool {
 		return ch.ID != "" && ch.IdempotencyKey == key
 	})
@@ -213,9 +215,10 @@ func (s *HTTPClient) PostRefund(ctx context.Context, req provider.RefundRequest)
 	return re, nil
 }
 
-// RefundByKey makes one GET /v1/refunds?idempotency_key=key. A 404 whose
+// FindRefund makes one GET /v1/refunds?idempotency_key=key. A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
-func (s *HTTPClient) RefundByKey(ctx context.Context, key string) (provider.Refund, error) {
+func (s *HTTPClient) FindRefund(ctx context.Context, l provider.Lookup) (provider.Refund, error) {
+	key := l.Key
 	return getByKey(ctx, s, "/v1/refunds", key, "refund", func(re provider.Refund) bool {
 		return re.ID != "" && re.IdempotencyKey == key
 	})
@@ -290,15 +293,17 @@ func (s *HTTPClient) GetCharge(ctx context.Context, id string) (provider.Charge,
 	return ch, nil
 }
 
-// CaptureByKey makes one GET /v1/captures?idempotency_key=key.
-func (s *HTTPClient) CaptureByKey(ctx context.Context, key string) (provider.Hold, error) {
+// FindCapture makes one GET /v1/captures?idempotency_key=key.
+func (s *HTTPClient) FindCapture(ctx context.Context, l provider.Lookup) (provider.Hold, error) {
+	key := l.Key
 	return getByKey(ctx, s, "/v1/captures", key, "capture", func(h provider.Hold) bool {
 		return h.Charge != "" && h.IdempotencyKey == key
 	})
 }
 
-// VoidByKey makes one GET /v1/voids?idempotency_key=key.
-func (s *HTTPClient) VoidByKey(ctx context.Context, key string) (provider.Hold, error) {
+// FindVoid makes one GET /v1/voids?idempotency_key=key.
+func (s *HTTPClient) FindVoid(ctx context.Context, l provider.Lookup) (provider.Hold, error) {
+	key := l.Key
 	return getByKey(ctx, s, "/v1/voids", key, "void", func(h provider.Hold) bool {
 		return h.Charge != "" && h.IdempotencyKey == key
 	})

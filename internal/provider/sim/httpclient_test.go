@@ -90,7 +90,7 @@ func TestSimCallErrorsHideURLCredentials(t *testing.T) {
 	srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, base := range []string{"http://u:s3cret@" + host, "http://s3cret@" + host, "http://u:s3cret@" + host + ":notaport"} {
-		_, err := NewHTTPClient("sim", base, testAPIKey, nil).ChargeByKey(t.Context(), "k1")
+		_, err := NewHTTPClient("sim", base, testAPIKey, nil).FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 		var ce *provider.CallError
 		require.ErrorAs(t, err, &ce, base)
 		require.Equal(t, provider.KindTransport, ce.Kind, base)

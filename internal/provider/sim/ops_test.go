@@ -22,7 +22,7 @@ func TestChargeByKeyFound(t *testing.T) {
 		answerJSON(w, http.StatusOK, want)
 	})
 
-	got, err := r.ChargeByKey(t.Context(), want.IdempotencyKey)
+	got, err := r.FindCharge(t.Context(), provider.Lookup{Key: want.IdempotencyKey})
 
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -37,7 +37,7 @@ func TestChargeByKeyNotFoundIsNotABreakerFailure(t *testing.T) {
 	})
 
 	for range 3 {
-		_, err := r.ChargeByKey(t.Context(), "k1")
+		_, err := r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 		require.ErrorIs(t, err, provider.ErrNotFound)
 	}
 
@@ -52,7 +52,7 @@ func TestChargeByKeyBare404IsNotNotFound(t *testing.T) {
 		http.NotFound(w, nil)
 	})
 
-	_, err := r.ChargeByKey(t.Context(), "k1")
+	_, err := r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 
 	// A 404 without the provider's code (wrong URL, a proxy) proves nothing.
 	require.Error(t, err)
@@ -69,7 +69,7 @@ func TestChargeByKeyEmptyKeyIsRefused(t *testing.T) {
 		answerError(w, http.StatusNotFound, "resource_missing")
 	})
 
-	_, err := r.ChargeByKey(t.Context(), "")
+	_, err := r.FindCharge(t.Context(), provider.Lookup{Key: ""})
 
 	require.Error(t, err)
 	require.NotErrorIs(t, err, provider.ErrNotFound)
@@ -174,9 +174,9 @@ func TestRefundByKey(t *testing.T) {
 		}
 	})
 
-	got, err := r.RefundByKey(t.Context(), "rk1")
+	got, err := r.FindRefund(t.Context(), provider.Lookup{Key: "rk1"})
 	require.NoError(t, err)
 	require.Equal(t, "re_1", got.ID)
-	_, err = r.RefundByKey(t.Context(), "rk2")
+	_, err = r.FindRefund(t.Context(), provider.Lookup{Key: "rk2"})
 	require.ErrorIs(t, err, provider.ErrNotFound)
 }
