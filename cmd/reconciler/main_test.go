@@ -130,7 +130,7 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	day := time.Unix(ch.Created, 0).UTC().Format("2006-01-02")
 	r := reconciler(t, env, "settle", "--day", day)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0}`+"\n", r.stdout)
+	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0,"foreign":0}`+"\n", r.stdout)
 
 	r = reconciler(t, env, "gc")
 	require.Equal(t, 0, r.code, r.stderr)

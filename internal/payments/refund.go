@@ -112,7 +112,7 @@ func refundReply(r refunds.Refund) (Reply, error) {
 func (refundsKind) call(ctx context.Context, sub subject, p Provider) provider.Result {
 	r := sub.rec.(refunds.Refund)
 	return p.CreateRefund(ctx, provider.RefundRequest{
-		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, IdempotencyKey: refunds.ProviderKey(r.ID),
+		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, Reason: deref(r.Reason), IdempotencyKey: refunds.ProviderKey(r.ID),
 	})
 }
 

@@ -84,6 +84,9 @@ func retryable(ctx context.Context, err error) bool {
 	if !errors.As(err, &ce) {
 		return !errors.Is(err, ErrEmptyKey)
 	}
+	if ce.Retry != nil {
+		return *ce.Retry
+	}
 	switch ce.Kind {
 	case KindTransport, KindTimeout:
 		return true

@@ -56,6 +56,10 @@ type Charge struct {
 	// voided the charge, when the provider tells ("" otherwise).
 	CaptureKey string `json:"capture_key,omitempty"`
 	VoidKey    string `json:"void_key,omitempty"`
+	// Foreign marks a listed charge that carries no reference of ours (made
+	// by another system on a shared provider account): settlement counts it
+	// and never touches it.
+	Foreign bool `json:"-"`
 }
 
 // MovedMoney reports whether the charge took money from the customer: a
@@ -145,6 +149,7 @@ type RefundRequest struct {
 	ChargeID       string
 	Amount         int64  // 0: the whole unrefunded rest of the charge
 	Reference      string // our refund id; "" for none
+	Reason         string // the refund's reason, "" for none
 	IdempotencyKey string
 }
 
@@ -219,6 +224,9 @@ type Result struct {
 	DeclineCode string  // set for Declined (a refund's refusal code too)
 	Tries       int     // HTTP calls made
 	Err         error   // the last error, for Unknown and NotSent
+	// Anomaly is what a connector flagged on the last call (CallError.Anomaly),
+	// for the caller to record; "" for none.
+	Anomaly string
 }
 
 // Provider is a payment provider.

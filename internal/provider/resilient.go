@@ -159,6 +159,9 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 func classify(tries int, sent bool, err error) Result {
 	res := Result{Tries: tries}
 	var ce *CallError
+	if errors.As(err, &ce) {
+		res.Anomaly = ce.Anomaly
+	}
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded

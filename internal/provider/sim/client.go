@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/acme/paymentsvc/internal/redact"
 
 	"github.com/acme/paymentsvc/internal/provider"
 )
@@ -348,7 +345,7 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return response{}, transportError(op, err, false)
+		return response{}, provider.TransportError(op, err, false)
 	}
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Accept", "application/json")
@@ -360,34 +357,14 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return response{}, transportError(op, err, connected.Load())
+		return response{}, provider.TransportError(op, err, connected.Load())
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return response{}, transportError(op, err, true)
+		return response{}, provider.TransportError(op, err, true)
 	}
 	return response{status: resp.StatusCode, body: b}, nil
-}
-
-// transportError classifies an error of the HTTP exchange itself. The
-// *url.Error net/http returns quotes the request URL, which carries
-// PROVIDER_URL's credentials, if any: it is masked, since call errors are
-// logged.
-func transportError(op string, err error, sent bool) *provider.CallError {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		ue.URL = redact.URL(ue.URL)
-	}
-	kind := provider.KindTransport
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		kind = provider.KindCanceled
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		kind = provider.KindTimeout
-	}
-	return &provider.CallError{Op: op, Kind: kind, Sent: sent, Err: err}
 }
 
 // decode parses the body of an expected answer into v.
