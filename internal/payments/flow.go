@@ -234,6 +234,9 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		default:
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+			if r.Anomaly != "" {
+				s.connectorAnomaly(ctx, k, sub, name, r, o)
+			}
 		}
 		c.id, c.source, c.reason = sub.id, o.source(), o.says(c.reason)
 		if fast { // only payments take the fast path (createFast)
@@ -280,6 +283,25 @@ func answerVerb(o provider.Outcome, to lifecycle.Status) string {
 		return "succeeded"
 	}
 	return "declined"
+}
+
+// connectorAnomaly records what the connector flagged on a call whose
+// outcome is unknown (e.g. idempotency_error: the provider saw our key with
+// other parameters), once per subject and kind. Best effort: the subject
+// becomes UNKNOWN whatever happens here, and the reconciler resolves it.
+func (s *Service) connectorAnomaly(ctx context.Context, k kind, sub subject, providerName string, r provider.Result, o Origin) {
+	payment := sub.paymentID
+	if payment == "" {
+		payment = sub.id
+	}
+	err := attempts.RecordAnomaly(ctx, s.pool, attempts.Anomaly{
+		Kind: r.Anomaly, AttemptID: payment, ChargeID: sub.chargeID, Source: o.source(),
+		Detail:    map[string]any{k.name() + "_id": sub.id, "provider": providerName, "error": fmt.Sprint(r.Err)},
+		DedupeKey: r.Anomaly + ":" + sub.id,
+	})
+	if err != nil {
+		s.log.Error("recording a provider anomaly failed", k.name()+"_id", sub.id, "anomaly", r.Anomaly, "err", err)
+	}
 }
 
 func unknownReason(err error) string {
