@@ -320,3 +320,14 @@ func (r *Resilient) BreakerState() gobreaker.State { return r.cb.State() }
 // ConsecutiveFailures is how many calls in a row the breaker counted as
 // failed (for tests and diagnostics).
 func (r *Resilient) ConsecutiveFailures() uint32 { return r.cb.Counts().ConsecutiveFailures }
+
+// KeyWindow is how long after a step was first sent the inner connector's
+// provider still deduplicates its POST by our key (Stripe forgets keys
+// after 24 hours: its connector says 23 h); 0 means forever. Past it the
+// service never POSTs that step again, it only reads it back.
+func (r *Resilient) KeyWindow() time.Duration {
+	if kw, ok := r.inner.(interface{ KeyWindow() time.Duration }); ok {
+		return kw.KeyWindow()
+	}
+	return 0
+}
