@@ -346,7 +346,7 @@ func TestSettleVoidsAnOrphanAuthorization(t *testing.T) {
 		stdout, stderr, code, err := proctest.Run(context.Background(), b.Reconciler, []string{"settle", "--day", day}, env)
 		require.NoError(t, err)
 		require.Equal(t, 0, code, stderr)
-		require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":2,"matched":1,"orphans_refunded":0,"orphans_voided":1,"amount_mismatches":0,"missing_at_provider":0}`, day), stdout)
+		require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":2,"matched":1,"orphans_refunded":0,"orphans_voided":1,"amount_mismatches":0,"missing_at_provider":0,"foreign":0}`, day), stdout)
 	}
 	ch := simCharge(t, s.sim, "pay_elsewhere")
 	require.Equal(t, providersim.StatusVoided, ch.Status)

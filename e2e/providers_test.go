@@ -233,7 +233,7 @@ func TestAmbiguousPinsThePayment(t *testing.T) {
 	day := time.Now().UTC().Format("2006-01-02")
 	total := len(s.a.Charges(t)) + len(s.b.Charges(t))
 	rep := s.reconciler(t, "settle", "--day", day)
-	require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":%d,"matched":%d,"orphans_refunded":1,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0}`,
+	require.JSONEq(t, fmt.Sprintf(`{"day":%q,"provider_charges":%d,"matched":%d,"orphans_refunded":1,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0,"foreign":0}`,
 		day, total, total-1), rep)
 	for _, ch := range s.b.Charges(t) {
 		require.Equal(t, ch.Reference == stuck.Str("id"), ch.Refunded, "only the orphan at B is refunded: %s", ch.ID)

@@ -119,7 +119,7 @@ Commands:
   settle   --day YYYY-MM-DD: compare the provider's charges of that UTC day with
            our payments, refund orphan charges and void orphan authorizations;
            prints {"day","provider_charges","matched","orphans_refunded",
-           "orphans_voided","amount_mismatches","missing_at_provider"}
+           "orphans_voided","amount_mismatches","missing_at_provider","foreign"}
   gc       delete expired idempotency keys of final payments, webhook events
            received more than --webhook-event-ttl (WEBHOOK_EVENT_TTL, default
            720h) ago and outbox rows published more than --outbox-retention

@@ -12,6 +12,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
@@ -109,7 +110,7 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	ctx := t.Context()
 	// One UNKNOWN payment, unchanged for 10 minutes, that the provider charged.
 	a := testdb.Attempt(t, db.Pool, testdb.AttemptOpts{Status: attempts.Unknown, Age: 10 * time.Minute})
-	ch, err := provider.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
+	ch, err := simclient.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
 		Amount: a.Amount, Currency: a.Currency, PaymentMethod: a.PaymentMethod, Reference: a.ID, IdempotencyKey: attempts.ProviderKey(a.ID),
 	})
 	require.NoError(t, err)
@@ -129,7 +130,7 @@ func TestJobsPrintOneJSONLine(t *testing.T) {
 	day := time.Unix(ch.Created, 0).UTC().Format("2006-01-02")
 	r := reconciler(t, env, "settle", "--day", day)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0}`+"\n", r.stdout)
+	require.Equal(t, `{"day":"`+day+`","provider_charges":1,"matched":1,"orphans_refunded":0,"orphans_voided":0,"amount_mismatches":0,"missing_at_provider":0,"foreign":0}`+"\n", r.stdout)
 
 	r = reconciler(t, env, "gc")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -200,7 +201,7 @@ func TestRunMinAgeZeroResolvesAJustStuckPayment(t *testing.T) {
 			INSERT INTO idempotency_keys (tenant_id, key, fingerprint, attempt_id, expires_at)
 			VALUES ('ten_1', 'k-1', '\x00', 'pay_`+c.name+`', now() + interval '1 day')`)
 		require.NoError(t, err)
-		_, err = provider.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
+		_, err = simclient.NewHTTPClient("sim", simURL, "sk_sim", nil).PostCharge(ctx, provider.ChargeRequest{
 			Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_" + c.name, IdempotencyKey: "psvc_pay_" + c.name,
 		})
 		require.NoError(t, err)

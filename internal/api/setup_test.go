@@ -17,6 +17,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/ratelimit"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -60,7 +61,7 @@ func setupWith(t testing.TB, opt setupOptions) *bundle {
 	if provHTTP == nil {
 		provHTTP = &http.Client{}
 	}
-	prov := provider.NewResilient(provider.NewHTTPClient("sim", sim.URL(), "sk_sim", provHTTP), provider.Config{
+	prov := provider.NewResilient(simclient.NewHTTPClient("sim", sim.URL(), "sk_sim", provHTTP), provider.Config{
 		CallTimeout: 2 * time.Second, RetryBudget: 3 * time.Second, BreakerFailures: 5, BreakerCooldown: time.Second,
 	}, log)
 	svc, err := payments.NewService(d.Pool, prov, payments.Config{

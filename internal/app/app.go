@@ -16,6 +16,8 @@ import (
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/provider/sim"
+	"github.com/acme/paymentsvc/internal/provider/stripe"
 	"github.com/acme/paymentsvc/internal/settings"
 )
 
@@ -56,11 +58,17 @@ func Open(ctx context.Context, s settings.Shared, opt Options, log *slog.Logger)
 		ps    []payments.Provider
 	)
 	for _, setting := range s.Providers {
-		if setting.Type != settings.TypeSim {
+		var caller provider.Caller
+		switch setting.Type {
+		case settings.TypeSim:
+			caller = sim.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient)
+		case settings.TypeStripe:
+			caller = stripe.New(setting.Name, setting.URL, setting.APIKey, httpClient)
+		default:
 			pool.Close()
 			return nil, fmt.Errorf("provider %s: type %q has no connector in this build", setting.Name, setting.Type)
 		}
-		r := provider.NewResilient(provider.NewHTTPClient(setting.Name, setting.URL, setting.APIKey, httpClient), s.Provider(), log)
+		r := provider.NewResilient(caller, s.Provider(), log)
 		provs, ps = append(provs, r), append(ps, r)
 	}
 	svc, err := payments.NewRouted(pool, ps, s.Payments(), log)

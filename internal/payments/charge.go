@@ -115,11 +115,14 @@ func (k charges) lookup(ctx context.Context, sub subject) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(sub.id))
+	a := sub.rec.(attempts.Attempt)
+	ch, err := p.FindCharge(ctx, provider.Lookup{
+		Key: attempts.ProviderKey(sub.id), Reference: sub.id, ChargeID: sub.providerID, Since: a.CreatedAt,
+	})
 	if err != nil {
 		return change{}, err
 	}
-	return chargeChange(ch, sub.rec.(attempts.Attempt).Manual()), nil
+	return chargeChange(ch, a.Manual()), nil
 }
 
 // chargeChange is what the provider's charge ch, as it is now, makes of its

@@ -11,12 +11,14 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apperr"
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/captures"
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/metrics"
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/refunds"
 )
 
 // The create path of a payment's charge and of every operation on a
@@ -201,7 +203,14 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 			callCtx, cancel = context.WithTimeout(ctx, s.cfg.RetryBudget+s.cfg.CallTimeout)
 			defer cancel()
 		}
-		r := k.call(callCtx, sub, p)
+		var r provider.Result
+		if pastKeyWindow(p, sub) {
+			// The provider may have forgotten our key: a POST now could
+			// make the step again. Only reads (sync, the reconciler) decide.
+			r = provider.Result{Outcome: provider.Unknown, Err: errPastKeyWindow}
+		} else {
+			r = k.call(callCtx, sub, p)
+		}
 		var c change
 		switch r.Outcome {
 		case provider.Succeeded, provider.Declined:
@@ -234,6 +243,9 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		default:
 			s.log.Warn("provider outcome unknown", k.name()+"_id", sub.id, "provider", name, "tries", r.Tries, "err", r.Err)
 			c.to, c.reason = lifecycle.Unknown, unknownReason(r.Err)
+			if r.Anomaly != "" {
+				s.connectorAnomaly(ctx, k, sub, name, r, o)
+			}
 		}
 		c.id, c.source, c.reason = sub.id, o.source(), o.says(c.reason)
 		if fast { // only payments take the fast path (createFast)
@@ -280,6 +292,51 @@ func answerVerb(o provider.Outcome, to lifecycle.Status) string {
 		return "succeeded"
 	}
 	return "declined"
+}
+
+// errPastKeyWindow is why a step past its provider's key window is not sent again.
+var errPastKeyWindow = errors.New("not sent again: past the provider's idempotency key window, only read back")
+
+// pastKeyWindow reports whether sub may have been sent to p already and was
+// created longer ago than p's key window (0: forever): its POST must not be
+// repeated. The subject's creation is a lower bound of its first sending,
+// so the rule errs on the side of not sending.
+func pastKeyWindow(p Provider, sub subject) bool {
+	kw, ok := p.(interface{ KeyWindow() time.Duration })
+	if !ok || kw.KeyWindow() <= 0 || sub.status == lifecycle.Created {
+		return false
+	}
+	var created time.Time
+	switch rec := sub.rec.(type) {
+	case attempts.Attempt:
+		created = rec.CreatedAt
+	case refunds.Refund:
+		created = rec.CreatedAt
+	case captures.Capture:
+		created = rec.CreatedAt
+	default:
+		return false
+	}
+	return time.Since(created) > kw.KeyWindow()
+}
+
+// connectorAnomaly records what the connector flagged on a call whose
+// outcome is unknown (e.g. idempotency_error: the provider saw our key with
+// other parameters), once per subject and kind. Best effort: the subject
+// becomes UNKNOWN whatever happens here, and the reconciler resolves it.
+func (s *Service) connectorAnomaly(ctx context.Context, k kind, sub subject, providerName string, r provider.Result, o Origin) {
+	payment := sub.paymentID
+	if payment == "" {
+		payment = sub.id
+	}
+	err := attempts.RecordAnomaly(ctx, s.pool, attempts.Anomaly{
+		Kind: r.Anomaly, AttemptID: payment, ChargeID: sub.chargeID, Source: o.source(),
+		Detail:    map[string]any{k.name() + "_id": sub.id, "provider": providerName, "error": fmt.Sprint(r.Err)},
+		DedupeKey: r.Anomaly + ":" + sub.id,
+	})
+	if err != nil {
+		s.log.Error("recording a provider anomaly failed", k.name()+"_id", sub.id, "anomaly", r.Anomaly, "err", err)
+	}
 }
 
 func unknownReason(err error) string {

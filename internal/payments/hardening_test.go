@@ -19,6 +19,7 @@ import (
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/tenants"
 	"github.com/acme/paymentsvc/internal/testdb"
@@ -69,7 +70,7 @@ var timing = payments.Config{
 }
 
 func (h *harness) resilient(failures uint32) *provider.Resilient {
-	return provider.NewResilient(provider.NewHTTPClient("sim", h.simURL, "sk_sim", http.DefaultClient), provider.Config{
+	return provider.NewResilient(simclient.NewHTTPClient("sim", h.simURL, "sk_sim", http.DefaultClient), provider.Config{
 		CallTimeout: timing.CallTimeout, RetryBudget: timing.RetryBudget,
 		BreakerFailures: failures, BreakerCooldown: timing.BreakerCooldown,
 	}, nil)

@@ -202,11 +202,13 @@ func (k holdsKind) lookup(ctx context.Context, sub subject) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	byKey := p.CaptureByKey
+	find := p.FindCapture
 	if k.kind == captures.KindVoid {
-		byKey = p.VoidByKey
+		find = p.FindVoid
 	}
-	h, err := byKey(ctx, captures.ProviderKey(sub.id))
+	h, err := find(ctx, provider.Lookup{
+		Key: captures.ProviderKey(sub.id), Reference: sub.id, ChargeID: sub.chargeID, Since: sub.rec.(captures.Capture).CreatedAt,
+	})
 	if err != nil {
 		return change{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/lifecycle"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
@@ -454,7 +455,7 @@ func (b *bundle) stringOf(query string, args ...any) string {
 
 // deadProvider is a provider named sim that nothing listens for.
 func deadProvider(t *testing.T) *provider.Resilient {
-	return provider.NewResilient(provider.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), simAPIKey, &http.Client{}), providerConfig, nil)
+	return provider.NewResilient(simclient.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), simAPIKey, &http.Client{}), providerConfig, nil)
 }
 
 // TestOriginIsAudited: a capture asked for by another front door (an

@@ -112,7 +112,7 @@ func refundReply(r refunds.Refund) (Reply, error) {
 func (refundsKind) call(ctx context.Context, sub subject, p Provider) provider.Result {
 	r := sub.rec.(refunds.Refund)
 	return p.CreateRefund(ctx, provider.RefundRequest{
-		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, IdempotencyKey: refunds.ProviderKey(r.ID),
+		ChargeID: sub.chargeID, Amount: r.Amount, Reference: r.ID, Reason: deref(r.Reason), IdempotencyKey: refunds.ProviderKey(r.ID),
 	})
 }
 
@@ -128,7 +128,9 @@ func (k refundsKind) lookup(ctx context.Context, sub subject) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	re, err := p.RefundByKey(ctx, refunds.ProviderKey(sub.id))
+	re, err := p.FindRefund(ctx, provider.Lookup{
+		Key: refunds.ProviderKey(sub.id), Reference: sub.id, ChargeID: sub.chargeID, Since: sub.rec.(refunds.Refund).CreatedAt,
+	})
 	if err != nil {
 		return change{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/acme/paymentsvc/internal/attempts"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/routing"
 )
@@ -102,7 +103,7 @@ func TestRouteSkipsProvidersNotConfigured(t *testing.T) {
 
 	// Configured again (here: another name for the same simulator), the
 	// same key pays there.
-	gone := provider.NewResilient(provider.NewHTTPClient("gone", b.sim.URL(), simAPIKey, &http.Client{}), providerConfig, nil)
+	gone := provider.NewResilient(simclient.NewHTTPClient("gone", b.sim.URL(), simAPIKey, &http.Client{}), providerConfig, nil)
 	back, err := payments.NewRouted(b.pool, []payments.Provider{b.prov, gone}, timings, nil)
 	require.NoError(t, err)
 	r, err = back.Create(b.ctx, in)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/paymentsvc/internal/apiclient"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 )
 
@@ -79,7 +80,7 @@ func (s *Sim) Provider(apiKey string, cfg provider.Config) *provider.Resilient {
 	if cfg == (provider.Config{}) {
 		cfg = FastProvider
 	}
-	return provider.NewResilient(provider.NewHTTPClient("sim", s.URL(), apiKey, &http.Client{}), cfg, nil)
+	return provider.NewResilient(simclient.NewHTTPClient("sim", s.URL(), apiKey, &http.Client{}), cfg, nil)
 }
 
 // FastProvider are provider timings for tests: a call gives up after 300ms

@@ -62,7 +62,7 @@ func providerFailed(ctx context.Context, err error) bool {
 	}
 	var ce *CallError
 	if !errors.As(err, &ce) {
-		return !errors.Is(err, errEmptyKey)
+		return !errors.Is(err, ErrEmptyKey)
 	}
 	switch ce.Kind {
 	case KindTransport, KindTimeout:
@@ -82,7 +82,10 @@ func retryable(ctx context.Context, err error) bool {
 	}
 	var ce *CallError
 	if !errors.As(err, &ce) {
-		return !errors.Is(err, errEmptyKey)
+		return !errors.Is(err, ErrEmptyKey)
+	}
+	if ce.Retry != nil {
+		return *ce.Retry
 	}
 	switch ce.Kind {
 	case KindTransport, KindTimeout:

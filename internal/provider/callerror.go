@@ -1,8 +1,14 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
+
+	"github.com/acme/paymentsvc/internal/redact"
 )
 
 // Kind says why one HTTP call to the provider gave no usable answer.
@@ -58,6 +64,14 @@ type CallError struct {
 	Code   string  // the provider's error code, when the answer carried one
 	Charge *Charge // the failed charge, for KindDeclined
 	Err    error   // the underlying error; ErrNotFound for a lookup's 404
+	// Retry, when set, is the provider's own word on whether the same call
+	// may succeed if made again (e.g. Stripe's Stripe-Should-Retry); it
+	// overrides the status-code heuristics.
+	Retry *bool
+	// Anomaly names something a person should look at that the answer
+	// shows (e.g. idempotency_error: our key was reused with other
+	// parameters); Resilient passes it on in Result.Anomaly.
+	Anomaly string
 }
 
 func (e *CallError) Error() string {
@@ -82,3 +96,23 @@ func (e *CallError) Error() string {
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
+
+// TransportError classifies an error of the HTTP exchange itself. The
+// *url.Error net/http returns quotes the request URL, which carries
+// PROVIDER_URL's credentials, if any: it is masked, since call errors are
+// logged.
+func TransportError(op string, err error, sent bool) *CallError {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
+	kind := KindTransport
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		kind = KindCanceled
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		kind = KindTimeout
+	}
+	return &CallError{Op: op, Kind: kind, Sent: sent, Err: err}
+}

@@ -1,7 +1,8 @@
-// Package provider talks to the payment provider: the Provider interface,
-// the simulator's HTTP client, and the resilient wrapper (circuit breaker and
-// jittered retries) that classifies every charge call into an Outcome that is
-// never a guess.
+// Package provider talks to the payment providers: the Caller and Provider
+// interfaces, and the resilient wrapper (circuit breaker and jittered
+// retries) that classifies every call into an Outcome that is never a guess.
+// Each provider's API is a connector in a folder of its own below this one
+// (sim: the simulator's API; stripe: Stripe's).
 package provider
 
 import (
@@ -55,6 +56,10 @@ type Charge struct {
 	// voided the charge, when the provider tells ("" otherwise).
 	CaptureKey string `json:"capture_key,omitempty"`
 	VoidKey    string `json:"void_key,omitempty"`
+	// Foreign marks a listed charge that carries no reference of ours (made
+	// by another system on a shared provider account): settlement counts it
+	// and never touches it.
+	Foreign bool `json:"-"`
 }
 
 // MovedMoney reports whether the charge took money from the customer: a
@@ -72,6 +77,18 @@ func (c Charge) CapturedAmount() int64 {
 		return c.AmountCaptured
 	}
 	return c.Amount
+}
+
+// Lookup names one step of ours (a charge, refund, capture or void) whose
+// answer was lost, with all a connector may need to find it exactly and
+// read-after-write: providers without a lookup by idempotency key find it by
+// an id stored before the money moved, or by listing and matching our
+// reference. Never by a search that may lag.
+type Lookup struct {
+	Key       string    // the idempotency key the step was sent with
+	Reference string    // our id of the step: the payment's, refund's, capture's or void's
+	ChargeID  string    // the payment's charge at the provider, when known
+	Since     time.Time // when the step was created: nothing of it at the provider is older
 }
 
 // ListQuery asks for a page of the charges created in [From, To): at most
@@ -132,6 +149,7 @@ type RefundRequest struct {
 	ChargeID       string
 	Amount         int64  // 0: the whole unrefunded rest of the charge
 	Reference      string // our refund id; "" for none
+	Reason         string // the refund's reason, "" for none
 	IdempotencyKey string
 }
 
@@ -206,6 +224,9 @@ type Result struct {
 	DeclineCode string  // set for Declined (a refund's refusal code too)
 	Tries       int     // HTTP calls made
 	Err         error   // the last error, for Unknown and NotSent
+	// Anomaly is what a connector flagged on the last call (CallError.Anomaly),
+	// for the caller to record; "" for none.
+	Anomaly string
 }
 
 // Provider is a payment provider.
@@ -214,9 +235,10 @@ type Provider interface {
 	Name() string
 	// CreateCharge charges, deduplicated by req.IdempotencyKey.
 	CreateCharge(ctx context.Context, req ChargeRequest) Result
-	// ChargeByKey looks a charge up by the idempotency key it was created
-	// with; ErrNotFound if the provider has none.
-	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	// FindCharge looks up the charge a payment's step made (l.Key, the
+	// payment's idempotency key; l.Reference, its id); ErrNotFound if the
+	// provider has none.
+	FindCharge(ctx context.Context, l Lookup) (Charge, error)
 	// ListCharges returns one page of the charges created in [q.From, q.To),
 	// ordered by creation then id.
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
@@ -224,9 +246,9 @@ type Provider interface {
 	// refusal that proves nothing was refunded (amount too large, charge not
 	// refundable) is Declined with the provider's code.
 	CreateRefund(ctx context.Context, req RefundRequest) Result
-	// RefundByKey looks a refund up by the idempotency key it was created
-	// with; ErrNotFound if the provider has none.
-	RefundByKey(ctx context.Context, key string) (Refund, error)
+	// FindRefund looks up the refund a step made (l.ChargeID: the charge
+	// refunded); ErrNotFound if the provider has none.
+	FindRefund(ctx context.Context, l Lookup) (Refund, error)
 	// CaptureCharge captures an authorized charge, deduplicated by
 	// req.IdempotencyKey: Succeeded with the charge as captured, or
 	// Declined with the provider's refusal code (CodeAmountTooLarge,
@@ -238,8 +260,8 @@ type Provider interface {
 	// GetCharge reads a charge by its id, as it is now (an authorization
 	// that expired reads ChargeExpired); ErrNotFound if there is none.
 	GetCharge(ctx context.Context, id string) (Charge, error)
-	// CaptureByKey and VoidByKey look a capture or void up by the
-	// idempotency key it was made with; ErrNotFound if the provider has none.
-	CaptureByKey(ctx context.Context, key string) (Hold, error)
-	VoidByKey(ctx context.Context, key string) (Hold, error)
+	// FindCapture and FindVoid look up the capture or void a step made of
+	// charge l.ChargeID; ErrNotFound if the provider has none.
+	FindCapture(ctx context.Context, l Lookup) (Hold, error)
+	FindVoid(ctx context.Context, l Lookup) (Hold, error)
 }

@@ -13,22 +13,21 @@ import (
 )
 
 // Caller is the single-shot provider API that Resilient drives: each method
-// is one HTTP call, and a failed call returns a *CallError. *HTTPClient is one.
+// is one HTTP call, and a failed call returns a *CallError. Each connector (internal/provider/sim,
+// internal/provider/stripe) is one.
 type Caller interface {
 	Name() string
 	PostCharge(ctx context.Context, req ChargeRequest) (Charge, error)
-	ChargeByKey(ctx context.Context, key string) (Charge, error)
+	FindCharge(ctx context.Context, l Lookup) (Charge, error)
 	ListCharges(ctx context.Context, q ListQuery) (ChargePage, error)
 	PostRefund(ctx context.Context, req RefundRequest) (Refund, error)
-	RefundByKey(ctx context.Context, key string) (Refund, error)
+	FindRefund(ctx context.Context, l Lookup) (Refund, error)
 	PostCapture(ctx context.Context, req CaptureRequest) (Charge, error)
 	PostVoid(ctx context.Context, req VoidRequest) (Charge, error)
 	GetCharge(ctx context.Context, id string) (Charge, error)
-	CaptureByKey(ctx context.Context, key string) (Hold, error)
-	VoidByKey(ctx context.Context, key string) (Hold, error)
+	FindCapture(ctx context.Context, l Lookup) (Hold, error)
+	FindVoid(ctx context.Context, l Lookup) (Hold, error)
 }
-
-var _ Caller = (*HTTPClient)(nil)
 
 // Config bounds the calls Resilient makes. Zero is not a legal value of any
 // field, so a zero field takes the documented default (PROVIDER_CALL_TIMEOUT
@@ -48,9 +47,9 @@ const (
 	DefaultBreakerCooldown = 10 * time.Second
 )
 
-// withDefaults fills the zero fields. A zero RetryBudget is not "no retries":
+// WithDefaults fills the zero fields. A zero RetryBudget is not "no retries":
 // the backoff would read it as "retry forever".
-func (c Config) withDefaults() Config {
+func (c Config) WithDefaults() Config {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
@@ -98,7 +97,7 @@ func NewResilient(inner Caller, cfg Config, log *slog.Logger) *Resilient {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Resilient{inner: inner, cfg: cfg.withDefaults(), log: log.With("provider", inner.Name())}
+	r := &Resilient{inner: inner, cfg: cfg.WithDefaults(), log: log.With("provider", inner.Name())}
 	r.cb = newBreaker(inner.Name(), r.cfg, r.log)
 	return r
 }
@@ -125,7 +124,7 @@ func (r *Resilient) BreakerOpen() bool {
 // deduplicates it, so a retry never charges twice).
 func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
 	var ch Charge
-	tries, sent, err := r.run(ctx, opCharge, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, OpCharge, func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
@@ -160,10 +159,13 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 func classify(tries int, sent bool, err error) Result {
 	res := Result{Tries: tries}
 	var ce *CallError
+	if errors.As(err, &ce) {
+		res.Anomaly = ce.Anomaly
+	}
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
-	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != opCharge):
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != OpCharge):
 		res.Outcome, res.DeclineCode = Declined, ce.Code
 	case !sent:
 		res.Outcome, res.Err = NotSent, err
@@ -173,18 +175,18 @@ func classify(tries int, sent bool, err error) Result {
 	return res
 }
 
-// ChargeByKey looks a charge up by its idempotency key; ErrNotFound only
+// FindCharge looks up the charge of a payment's step; ErrNotFound only
 // when the provider says it has none.
-func (r *Resilient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
-	if key == "" {
-		return Charge{}, errEmptyKey
+func (r *Resilient) FindCharge(ctx context.Context, l Lookup) (Charge, error) {
+	if l.Key == "" {
+		return Charge{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.ChargeByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.FindCharge(ctx, l) })
 }
 
 // ListCharges returns one page of the charges created in [q.From, q.To).
 func (r *Resilient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
-	return read(ctx, r, opList, func(ctx context.Context) (ChargePage, error) { return r.inner.ListCharges(ctx, q) })
+	return read(ctx, r, OpList, func(ctx context.Context) (ChargePage, error) { return r.inner.ListCharges(ctx, q) })
 }
 
 // read makes a call that changes nothing at the provider (a lookup or a
@@ -208,7 +210,7 @@ func read[T any](ctx context.Context, r *Resilient, op string, call func(context
 // provider deduplicates it, so a retry never refunds twice).
 func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result {
 	var re Refund
-	tries, sent, err := r.run(ctx, opRefund, func(ctx context.Context) error {
+	tries, sent, err := r.run(ctx, OpRefund, func(ctx context.Context) error {
 		var err error
 		re, err = r.inner.PostRefund(ctx, req)
 		return err
@@ -230,27 +232,27 @@ func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result 
 	return res
 }
 
-// RefundByKey looks a refund up by its idempotency key; ErrNotFound only
-// when the provider says it has none.
-func (r *Resilient) RefundByKey(ctx context.Context, key string) (Refund, error) {
-	if key == "" {
-		return Refund{}, errEmptyKey
+// FindRefund looks up the refund of a step; ErrNotFound only when the
+// provider says it has none.
+func (r *Resilient) FindRefund(ctx context.Context, l Lookup) (Refund, error) {
+	if l.Key == "" {
+		return Refund{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Refund, error) { return r.inner.RefundByKey(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Refund, error) { return r.inner.FindRefund(ctx, l) })
 }
 
 // CaptureCharge captures an authorized charge, retrying under the same
 // idempotency key (the provider deduplicates it, so a retry never captures
 // twice).
 func (r *Resilient) CaptureCharge(ctx context.Context, req CaptureRequest) Result {
-	return r.hold(ctx, opCapture, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+	return r.hold(ctx, OpCapture, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
 		return r.inner.PostCapture(ctx, req)
 	})
 }
 
 // VoidCharge releases an authorized charge, retrying like CaptureCharge.
 func (r *Resilient) VoidCharge(ctx context.Context, req VoidRequest) Result {
-	return r.hold(ctx, opVoid, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
+	return r.hold(ctx, OpVoid, req.IdempotencyKey, req.Reference, func(ctx context.Context) (Charge, error) {
 		return r.inner.PostVoid(ctx, req)
 	})
 }
@@ -284,30 +286,48 @@ func (r *Resilient) hold(ctx context.Context, op, key, reference string, call fu
 // it has none.
 func (r *Resilient) GetCharge(ctx context.Context, id string) (Charge, error) {
 	if id == "" {
-		return Charge{}, errEmptyKey
+		return Charge{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Charge, error) { return r.inner.GetCharge(ctx, id) })
 }
 
-// CaptureByKey looks a capture up by its idempotency key; ErrNotFound only
-// when the provider says it has none.
-func (r *Resilient) CaptureByKey(ctx context.Context, key string) (Hold, error) {
-	return r.holdByKey(ctx, key, r.inner.CaptureByKey)
+// FindCapture looks up the capture of a step; ErrNotFound only when the
+// provider says it has none.
+func (r *Resilient) FindCapture(ctx context.Context, l Lookup) (Hold, error) {
+	return r.findHold(ctx, l, r.inner.FindCapture)
 }
 
-// VoidByKey looks a void up by its idempotency key, like CaptureByKey.
-func (r *Resilient) VoidByKey(ctx context.Context, key string) (Hold, error) {
-	return r.holdByKey(ctx, key, r.inner.VoidByKey)
+// FindVoid looks up the void of a step, like FindCapture.
+func (r *Resilient) FindVoid(ctx context.Context, l Lookup) (Hold, error) {
+	return r.findHold(ctx, l, r.inner.FindVoid)
 }
 
-func (r *Resilient) holdByKey(ctx context.Context, key string, lookup func(context.Context, string) (Hold, error)) (Hold, error) {
-	if key == "" {
-		return Hold{}, errEmptyKey
+func (r *Resilient) findHold(ctx context.Context, l Lookup, lookup func(context.Context, Lookup) (Hold, error)) (Hold, error) {
+	if l.Key == "" {
+		return Hold{}, ErrEmptyKey
 	}
-	return read(ctx, r, opLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, key) })
+	return read(ctx, r, OpLookup, func(ctx context.Context) (Hold, error) { return lookup(ctx, l) })
 }
 
 // refusal is a call the breaker did not let through.
 func refusal(op string, err error) error {
 	return fmt.Errorf("%w: %s refused, circuit breaker: %w", ErrUnavailable, op, err)
+}
+
+// BreakerState is the breaker's state now (for tests and diagnostics).
+func (r *Resilient) BreakerState() gobreaker.State { return r.cb.State() }
+
+// ConsecutiveFailures is how many calls in a row the breaker counted as
+// failed (for tests and diagnostics).
+func (r *Resilient) ConsecutiveFailures() uint32 { return r.cb.Counts().ConsecutiveFailures }
+
+// KeyWindow is how long after a step was first sent the inner connector's
+// provider still deduplicates its POST by our key (Stripe forgets keys
+// after 24 hours: its connector says 23 h); 0 means forever. Past it the
+// service never POSTs that step again, it only reads it back.
+func (r *Resilient) KeyWindow() time.Duration {
+	if kw, ok := r.inner.(interface{ KeyWindow() time.Duration }); ok {
+		return kw.KeyWindow()
+	}
+	return 0
 }

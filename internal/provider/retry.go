@@ -37,7 +37,7 @@ func (r *Resilient) run(ctx context.Context, op string, call func(context.Contex
 		last    error // the last call's error
 		refused bool  // the breaker refused the last try
 	)
-	movesMoney := op == opCharge || op == opRefund || op == opCapture || op == opVoid
+	movesMoney := op == OpCharge || op == OpRefund || op == OpCapture || op == OpVoid
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(retryInitialInterval),
 		backoff.WithRandomizationFactor(retryJitter),

@@ -13,6 +13,7 @@ import (
 	"github.com/acme/paymentsvc/internal/db"
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/reconcile"
 	"github.com/acme/paymentsvc/internal/testdb"
 	"github.com/acme/paymentsvc/internal/testkit"
@@ -417,7 +418,7 @@ func TestRunProbesEachProviderWithItsOwnDeadline(t *testing.T) {
 	// deadline, it would use all of it and leave the simulator none.
 	slow := fast
 	slow.CallTimeout, slow.RetryBudget = time.Minute, time.Minute
-	hung := provider.NewResilient(provider.NewHTTPClient("hung", hang.URL, simAPIKey, &http.Client{}), slow, nil)
+	hung := provider.NewResilient(simclient.NewHTTPClient("hung", hang.URL, simAPIKey, &http.Client{}), slow, nil)
 	sim := b.newProvider(b.sim.URL(), fast)
 	timing := testPayments
 	timing.CallTimeout, timing.RetryBudget = fast.CallTimeout, fast.RetryBudget

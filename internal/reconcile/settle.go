@@ -77,6 +77,11 @@ type Report struct {
 	// MissingAtProvider is the attempts created that day and SUCCEEDED
 	// whose charge the provider does not have.
 	MissingAtProvider int `json:"missing_at_provider"`
+	// Foreign is the charges of the day that carry no reference of ours
+	// (made by another system on a shared provider account, e.g. a Stripe
+	// PaymentIntent without metadata[psvc_payment]): counted in
+	// ProviderCharges too, and never touched.
+	Foreign int `json:"foreign"`
 }
 
 // settleChunk bounds the charges of one provider answer (a page) and the
@@ -110,7 +115,15 @@ func (r *Reconciler) Settle(ctx context.Context, day time.Time) (_ Report, err e
 				return rep, errors.Join(append(errs, fmt.Errorf("%w: %s: list charges: %w", ErrProviderUnreachable, p.Name(), err))...)
 			}
 			rep.ProviderCharges += len(page.Data)
-			if err := r.settleCharges(ctx, p, page.Data, &rep, &st); err != nil {
+			ours := make([]provider.Charge, 0, len(page.Data))
+			for _, ch := range page.Data {
+				if ch.Foreign {
+					rep.Foreign++
+					continue
+				}
+				ours = append(ours, ch)
+			}
+			if err := r.settleCharges(ctx, p, ours, &rep, &st); err != nil {
 				errs = append(errs, err)
 			}
 			for _, ch := range page.Data {
@@ -390,7 +403,9 @@ func (r *Reconciler) findMissing(ctx context.Context, from, to time.Time, dayCha
 			if err != nil {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}
-			ch, err := p.ChargeByKey(ctx, attempts.ProviderKey(row.ID))
+			ch, err := p.FindCharge(ctx, provider.Lookup{
+				Key: attempts.ProviderKey(row.ID), Reference: row.ID, ChargeID: stored, Since: row.CreatedAt,
+			})
 			if err != nil && !errors.Is(err, provider.ErrNotFound) {
 				return fmt.Errorf("look up charge of %s: %w", row.ID, err)
 			}

@@ -160,7 +160,7 @@ func (b *bundle) dayOf(n int) time.Time {
 // chargeOf is the simulator's charge under the attempt's derived key.
 func (b *bundle) chargeOf(id string) string {
 	b.t.Helper()
-	ch, err := b.provider.ChargeByKey(b.ctx, attempts.ProviderKey(id))
+	ch, err := b.provider.FindCharge(b.ctx, provider.Lookup{Key: attempts.ProviderKey(id)})
 	require.NoError(b.t, err)
 	return ch.ID
 }

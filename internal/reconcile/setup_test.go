@@ -16,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/payments"
 	"github.com/acme/paymentsvc/internal/proctest"
 	"github.com/acme/paymentsvc/internal/provider"
+	simclient "github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/reconcile"
 	"github.com/acme/paymentsvc/internal/tenants"
@@ -76,7 +77,7 @@ func (b *bundle) newProvider(url string, cfg provider.Config) *provider.Resilien
 	if cfg == (provider.Config{}) {
 		cfg = testProvider
 	}
-	return provider.NewResilient(provider.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
+	return provider.NewResilient(simclient.NewHTTPClient("sim", url, simAPIKey, &http.Client{}), cfg, nil)
 }
 
 // testProvider is proctest.FastProvider with a call timeout a loaded 2-core

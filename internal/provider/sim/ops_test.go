@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"io"
@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 func TestChargeByKeyFound(t *testing.T) {
 	t.Parallel()
-	want := Charge{ID: "ch_1", Amount: 500, Currency: "USD", Status: ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k 1/+", Created: 1700000000}
+	want := provider.Charge{ID: "ch_1", Amount: 500, Currency: "USD", Status: provider.ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k 1/+", Created: 1700000000}
 	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet || r.URL.Path != "/v1/charges" || r.URL.Query().Get("idempotency_key") != want.IdempotencyKey {
 			answerError(w, http.StatusBadRequest, "invalid_request")
@@ -20,7 +22,7 @@ func TestChargeByKeyFound(t *testing.T) {
 		answerJSON(w, http.StatusOK, want)
 	})
 
-	got, err := r.ChargeByKey(t.Context(), want.IdempotencyKey)
+	got, err := r.FindCharge(t.Context(), provider.Lookup{Key: want.IdempotencyKey})
 
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -35,13 +37,13 @@ func TestChargeByKeyNotFoundIsNotABreakerFailure(t *testing.T) {
 	})
 
 	for range 3 {
-		_, err := r.ChargeByKey(t.Context(), "k1")
-		require.ErrorIs(t, err, ErrNotFound)
+		_, err := r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
+		require.ErrorIs(t, err, provider.ErrNotFound)
 	}
 
 	require.Equal(t, 3, f.Hits())
 	require.False(t, r.BreakerOpen())
-	require.Zero(t, r.cb.Counts().ConsecutiveFailures)
+	require.Zero(t, r.ConsecutiveFailures())
 }
 
 func TestChargeByKeyBare404IsNotNotFound(t *testing.T) {
@@ -50,12 +52,12 @@ func TestChargeByKeyBare404IsNotNotFound(t *testing.T) {
 		http.NotFound(w, nil)
 	})
 
-	_, err := r.ChargeByKey(t.Context(), "k1")
+	_, err := r.FindCharge(t.Context(), provider.Lookup{Key: "k1"})
 
 	// A 404 without the provider's code (wrong URL, a proxy) proves nothing.
 	require.Error(t, err)
-	require.NotErrorIs(t, err, ErrNotFound)
-	var ce *CallError
+	require.NotErrorIs(t, err, provider.ErrNotFound)
+	var ce *provider.CallError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusNotFound, ce.Status)
 	require.Equal(t, 1, f.Hits())
@@ -67,18 +69,18 @@ func TestChargeByKeyEmptyKeyIsRefused(t *testing.T) {
 		answerError(w, http.StatusNotFound, "resource_missing")
 	})
 
-	_, err := r.ChargeByKey(t.Context(), "")
+	_, err := r.FindCharge(t.Context(), provider.Lookup{Key: ""})
 
 	require.Error(t, err)
-	require.NotErrorIs(t, err, ErrNotFound)
+	require.NotErrorIs(t, err, provider.ErrNotFound)
 	require.Equal(t, 0, f.Hits())
 }
 
 func TestListCharges(t *testing.T) {
 	t.Parallel()
-	data := []Charge{
-		{ID: "ch_1", Amount: 500, Currency: "USD", Status: ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k1", Created: 1700000001},
-		{ID: "ch_2", Amount: 700, Currency: "EUR", Status: ChargeFailed, Reference: "pay_2", IdempotencyKey: "k2", Created: 1700000002, FailureCode: "card_declined", Refunded: false},
+	data := []provider.Charge{
+		{ID: "ch_1", Amount: 500, Currency: "USD", Status: provider.ChargeSucceeded, Reference: "pay_1", IdempotencyKey: "k1", Created: 1700000001},
+		{ID: "ch_2", Amount: 700, Currency: "EUR", Status: provider.ChargeFailed, Reference: "pay_2", IdempotencyKey: "k2", Created: 1700000002, FailureCode: "card_declined", Refunded: false},
 	}
 	var gte, lt, limit, after string
 	r, _ := setup(t, testConfig(), func(n int, w http.ResponseWriter, r *http.Request) {
@@ -91,10 +93,10 @@ func TestListCharges(t *testing.T) {
 		answerJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": true})
 	})
 
-	got, err := r.ListCharges(t.Context(), ListQuery{From: time.Unix(1700000000, 0), To: time.Unix(1700086400, 500), After: "ch_0", Limit: 2})
+	got, err := r.ListCharges(t.Context(), provider.ListQuery{From: time.Unix(1700000000, 0), To: time.Unix(1700086400, 500), After: "ch_0", Limit: 2})
 
 	require.NoError(t, err)
-	require.Equal(t, ChargePage{Data: data, HasMore: true}, got)
+	require.Equal(t, provider.ChargePage{Data: data, HasMore: true}, got)
 	require.Equal(t, "1700000000", gte)
 	// [from, to) in whole seconds: a charge created at 1700086400 is before to.
 	require.Equal(t, "1700086401", lt)
@@ -105,10 +107,10 @@ func TestListCharges(t *testing.T) {
 func TestListChargesEmpty(t *testing.T) {
 	t.Parallel()
 	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
-		answerJSON(w, http.StatusOK, map[string]any{"data": []Charge{}})
+		answerJSON(w, http.StatusOK, map[string]any{"data": []provider.Charge{}})
 	})
 
-	got, err := r.ListCharges(t.Context(), ListQuery{From: time.Unix(0, 0), To: time.Unix(86400, 0)})
+	got, err := r.ListCharges(t.Context(), provider.ListQuery{From: time.Unix(0, 0), To: time.Unix(86400, 0)})
 
 	require.NoError(t, err)
 	require.Empty(t, got.Data)
@@ -125,13 +127,13 @@ func TestRefund(t *testing.T) {
 		}
 		b, _ := io.ReadAll(r.Body)
 		key, body = r.Header.Get("Idempotency-Key"), string(b)
-		answerJSON(w, http.StatusCreated, Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"})
+		answerJSON(w, http.StatusCreated, provider.Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"})
 	})
 
-	got := r.CreateRefund(t.Context(), RefundRequest{ChargeID: "ch_1", Amount: 200, Reference: "rfd_1", IdempotencyKey: "refund-k1"})
+	got := r.CreateRefund(t.Context(), provider.RefundRequest{ChargeID: "ch_1", Amount: 200, Reference: "rfd_1", IdempotencyKey: "refund-k1"})
 
-	require.Equal(t, Succeeded, got.Outcome)
-	require.Equal(t, &Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"}, got.Refund)
+	require.Equal(t, provider.Succeeded, got.Outcome)
+	require.Equal(t, &provider.Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", Reference: "rfd_1", IdempotencyKey: "refund-k1"}, got.Refund)
 	require.Equal(t, "refund-k1", key)
 	require.JSONEq(t, `{"charge":"ch_1","amount":200,"reference":"rfd_1"}`, body)
 	require.Equal(t, 1, f.Hits())
@@ -142,18 +144,18 @@ func TestRefund(t *testing.T) {
 // other 4xx is Unknown (it proves nothing).
 func TestRefundRefusals(t *testing.T) {
 	t.Parallel()
-	for code, want := range map[string]Outcome{
-		"amount_too_large": Declined, "charge_not_refundable": Declined, "charge_already_refunded": Declined,
-		"idempotency_error": Unknown,
+	for code, want := range map[string]provider.Outcome{
+		"amount_too_large": provider.Declined, "charge_not_refundable": provider.Declined, "charge_already_refunded": provider.Declined,
+		"idempotency_error": provider.Unknown,
 	} {
 		r, f := setup(t, testConfig(), func(_ int, w http.ResponseWriter, _ *http.Request) {
 			answerError(w, http.StatusBadRequest, code)
 		})
 
-		got := r.CreateRefund(t.Context(), RefundRequest{ChargeID: "ch_1", Amount: 5, IdempotencyKey: "refund-k1"})
+		got := r.CreateRefund(t.Context(), provider.RefundRequest{ChargeID: "ch_1", Amount: 5, IdempotencyKey: "refund-k1"})
 
 		require.Equal(t, want, got.Outcome, code)
-		if want == Declined {
+		if want == provider.Declined {
 			require.Equal(t, code, got.DeclineCode)
 		}
 		require.Equal(t, 1, f.Hits(), code)
@@ -166,15 +168,15 @@ func TestRefundByKey(t *testing.T) {
 	r, _ := setup(t, testConfig(), func(_ int, w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("idempotency_key") {
 		case "rk1":
-			answerJSON(w, http.StatusOK, Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", IdempotencyKey: "rk1"})
+			answerJSON(w, http.StatusOK, provider.Refund{ID: "re_1", Charge: "ch_1", Amount: 200, Status: "succeeded", IdempotencyKey: "rk1"})
 		default:
 			answerError(w, http.StatusNotFound, "resource_missing")
 		}
 	})
 
-	got, err := r.RefundByKey(t.Context(), "rk1")
+	got, err := r.FindRefund(t.Context(), provider.Lookup{Key: "rk1"})
 	require.NoError(t, err)
 	require.Equal(t, "re_1", got.ID)
-	_, err = r.RefundByKey(t.Context(), "rk2")
-	require.ErrorIs(t, err, ErrNotFound)
+	_, err = r.FindRefund(t.Context(), provider.Lookup{Key: "rk2"})
+	require.ErrorIs(t, err, provider.ErrNotFound)
 }

@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/testkit"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 // transportTimeout is the call timeout of these tests, and bound what §19
@@ -27,13 +29,13 @@ const (
 // callSilent makes one charge call through PooledHTTP(transportTimeout) to
 // baseURL with a context that has no deadline, and returns its error,
 // failing t if the call outlived transportBound.
-func callSilent(t *testing.T, baseURL string) *CallError {
+func callSilent(t *testing.T, baseURL string) *provider.CallError {
 	t.Helper()
-	hc := PooledHTTP(transportTimeout)
+	hc := provider.PooledHTTP(transportTimeout)
 	start := time.Now()
 	_, err := NewHTTPClient("sim", baseURL, testAPIKey, hc).PostCharge(context.Background(), chargeReq("k1"))
 	require.Less(t, time.Since(start), transportBound, "the call outlived its timeout: %v", err)
-	var ce *CallError
+	var ce *provider.CallError
 	require.True(t, errors.As(err, &ce), "a *CallError: %v", err)
 	return ce
 }
@@ -50,7 +52,7 @@ func TestPooledHTTPBoundsTheWaitForAnAnswer(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(answered); srv.Close() })
 	ce := callSilent(t, srv.URL)
-	require.Equal(t, KindTimeout, ce.Kind, "%v", ce)
+	require.Equal(t, provider.KindTimeout, ce.Kind, "%v", ce)
 	require.True(t, ce.Sent, "the request was written: it may have charged")
 }
 
@@ -66,7 +68,7 @@ func TestPooledHTTPBoundsTheTLSHandshake(t *testing.T) {
 	proxy := testkit.StartTCPProxy(t, u.Host)
 	proxy.Blackhole()
 	ce := callSilent(t, "https://"+proxy.Addr())
-	require.Equal(t, KindTimeout, ce.Kind, "%v", ce)
+	require.Equal(t, provider.KindTimeout, ce.Kind, "%v", ce)
 	require.False(t, ce.Sent, "no connection: not sent")
 }
 
@@ -78,7 +80,7 @@ func TestPooledHTTPBoundsTheConnect(t *testing.T) {
 	addr := fullListener(t)
 	ce := callSilent(t, "http://"+addr)
 	require.False(t, ce.Sent, "no connection: not sent: %v", ce)
-	require.Equal(t, KindTimeout, ce.Kind, "%v", ce)
+	require.Equal(t, provider.KindTimeout, ce.Kind, "%v", ce)
 }
 
 // fullListener returns the address of a socket that listens with a

@@ -1,4 +1,4 @@
-package provider_test
+package sim_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/provider"
+	"github.com/acme/paymentsvc/internal/provider/sim"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testkit"
 )
@@ -19,15 +20,15 @@ import (
 // simulator's URL (for its control API).
 func simProvider(t *testing.T) (*provider.Resilient, string) {
 	t.Helper()
-	sim, err := providersim.New(providersim.Config{APIKey: "sk_hold"})
+	ps, err := providersim.New(providersim.Config{APIKey: "sk_hold"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(sim.Handler())
+	srv := httptest.NewServer(ps.Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		_ = sim.Close()
+		_ = ps.Close()
 	})
 	cfg := provider.Config{CallTimeout: 500 * time.Millisecond, RetryBudget: 300 * time.Millisecond, BreakerFailures: 100, BreakerCooldown: time.Second}
-	return provider.NewResilient(provider.NewHTTPClient("sim", srv.URL, "sk_hold", &http.Client{}), cfg, nil), srv.URL
+	return provider.NewResilient(sim.NewHTTPClient("sim", srv.URL, "sk_hold", &http.Client{}), cfg, nil), srv.URL
 }
 
 func control(t *testing.T, method, url string, body any) {
@@ -81,12 +82,12 @@ func TestCaptureAndItsRefusals(t *testing.T) {
 	require.Equal(t, provider.Declined, void.Outcome)
 	require.Equal(t, provider.CodeChargeAlreadyCaptured, void.DeclineCode)
 
-	h, err := p.CaptureByKey(t.Context(), "k-cap")
+	h, err := p.FindCapture(t.Context(), provider.Lookup{Key: "k-cap"})
 	require.NoError(t, err)
 	require.Equal(t, provider.Hold{Charge: ch.ID, Amount: 700, Reference: "cap_1", IdempotencyKey: "k-cap", Created: h.Created}, h)
-	_, err = p.CaptureByKey(t.Context(), "k-cap-2")
+	_, err = p.FindCapture(t.Context(), provider.Lookup{Key: "k-cap-2"})
 	require.ErrorIs(t, err, provider.ErrNotFound, "a refused capture is not stored")
-	_, err = p.VoidByKey(t.Context(), "k-void")
+	_, err = p.FindVoid(t.Context(), provider.Lookup{Key: "k-void"})
 	require.ErrorIs(t, err, provider.ErrNotFound)
 
 	got, err := p.GetCharge(t.Context(), ch.ID)
@@ -103,7 +104,7 @@ func TestVoidThenExpiry(t *testing.T) {
 	r := p.VoidCharge(t.Context(), provider.VoidRequest{ChargeID: ch.ID, Reference: "void_1", Reason: "duplicate", IdempotencyKey: "k-void"})
 	require.Equal(t, provider.Succeeded, r.Outcome, "%v", r.Err)
 	require.Equal(t, provider.ChargeVoided, r.Charge.Status)
-	h, err := p.VoidByKey(t.Context(), "k-void")
+	h, err := p.FindVoid(t.Context(), provider.Lookup{Key: "k-void"})
 	require.NoError(t, err)
 	require.Equal(t, ch.ID, h.Charge)
 	capture := p.CaptureCharge(t.Context(), provider.CaptureRequest{ChargeID: ch.ID, IdempotencyKey: "k-cap"})
@@ -134,10 +135,10 @@ func TestCaptureOutcomesAreNeverGuessed(t *testing.T) {
 	control(t, http.MethodPut, url+"/_sim/faults", providersim.Faults{DropAfterCommit: true, Captures: true})
 	r = p.VoidCharge(t.Context(), provider.VoidRequest{ChargeID: ch.ID, IdempotencyKey: "k-void"})
 	require.Equal(t, provider.Unknown, r.Outcome, "the void happened, its answer was lost")
-	_, err := p.VoidByKey(t.Context(), "k-void")
+	_, err := p.FindVoid(t.Context(), provider.Lookup{Key: "k-void"})
 	require.NoError(t, err, "looking it up finds it")
 
-	dead := provider.NewResilient(provider.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), "sk_hold", &http.Client{}),
+	dead := provider.NewResilient(sim.NewHTTPClient("sim", "http://"+testkit.ReservedAddr(t), "sk_hold", &http.Client{}),
 		provider.Config{CallTimeout: 300 * time.Millisecond, RetryBudget: 300 * time.Millisecond}, nil)
 	r = dead.CaptureCharge(t.Context(), provider.CaptureRequest{ChargeID: ch.ID, IdempotencyKey: "k-cap-3"})
 	require.Equal(t, provider.NotSent, r.Outcome)

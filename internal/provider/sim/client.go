@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -15,18 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/acme/paymentsvc/internal/redact"
-	"github.com/acme/paymentsvc/internal/tracing"
-)
-
-// Operation names, used in errors and as the op label of metrics.
-const (
-	opCharge  = "charge"
-	opLookup  = "lookup"
-	opList    = "list"
-	opRefund  = "refund"
-	opCapture = "capture"
-	opVoid    = "void"
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 // maxResponseBytes bounds an answer we read; a page of charges is the
@@ -38,10 +26,6 @@ const maxResponseBytes = 32 << 20
 // proxy) must never be read as "the charge does not exist", because the
 // reconciler turns that into FAILED.
 const codeNotFound = "resource_missing"
-
-// errEmptyKey refuses a lookup by an empty key, which would answer 404 and
-// look like proof that no charge exists.
-var errEmptyKey = errors.New("provider: empty idempotency key")
 
 // HTTPClient is the HTTP client of a provider that speaks the simulator's
 // Stripe-like API (docs/providers.md). Each method is exactly one HTTP call, bounded only by its context and never
@@ -59,37 +43,13 @@ type HTTPClient struct {
 // PooledHTTP(DefaultCallTimeout).
 func NewHTTPClient(name, baseURL, apiKey string, httpClient *http.Client) *HTTPClient {
 	if httpClient == nil {
-		httpClient = PooledHTTP(DefaultCallTimeout)
+		httpClient = provider.PooledHTTP(provider.DefaultCallTimeout)
 	}
 	return &HTTPClient{name: name, baseURL: strings.TrimRight(baseURL, "/"), apiKey: apiKey, client: httpClient}
 }
 
 // Name is the provider's name as stored on attempts.
 func (s *HTTPClient) Name() string { return s.name }
-
-// PooledHTTP returns the http.Client provider calls are made with: it keeps
-// enough idle connections that concurrent payments reuse them instead of
-// opening one per call. Every call is bounded by its context (Resilient
-// gives each try callTimeout), and each phase of it is bounded by
-// callTimeout on its own too, so that no call can outlive its budget even
-// without a deadline: the TCP connect, the TLS handshake, and the wait for
-// the answer's headers once the request is written. A connect or handshake
-// that gives up obtained no connection: the call was not sent. Idle
-// connections carry TCP keepalives, so one whose provider went silent is
-// found dead rather than handed to the next call. With tracing on, every
-// HTTP try is a span of its own and carries the caller's traceparent to the
-// provider.
-func PooledHTTP(callTimeout time.Duration) *http.Client {
-	dialer := &net.Dialer{
-		Timeout:         callTimeout,
-		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3},
-	}
-	return &http.Client{Transport: tracing.Transport("provider", &http.Transport{
-		Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
-		MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
-		TLSHandshakeTimeout: callTimeout, ResponseHeaderTimeout: callTimeout, ExpectContinueTimeout: time.Second,
-	})}
-}
 
 // chargeBody is the body of POST /v1/charges.
 type chargeBody struct {
@@ -106,38 +66,38 @@ type errorBody struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Charge *Charge `json:"charge"`
+	Charge *provider.Charge `json:"charge"`
 }
 
 // PostCharge makes one POST /v1/charges. A decline is a *CallError of
 // KindDeclined carrying the failed charge.
-func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge, error) {
+func (s *HTTPClient) PostCharge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error) {
 	body := chargeBody{Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod, Reference: req.Reference}
-	want := ChargeSucceeded
+	want := provider.ChargeSucceeded
 	if req.Manual {
 		capture := false
-		body.Capture, want = &capture, ChargeAuthorized
+		body.Capture, want = &capture, provider.ChargeAuthorized
 	}
-	resp, err := s.do(ctx, opCharge, http.MethodPost, "/v1/charges", nil, req.IdempotencyKey, body)
+	resp, err := s.do(ctx, provider.OpCharge, http.MethodPost, "/v1/charges", nil, req.IdempotencyKey, body)
 	if err != nil {
-		return Charge{}, err
+		return provider.Charge{}, err
 	}
 	switch resp.status {
 	case http.StatusCreated:
-		var ch Charge
-		if err := resp.decode(opCharge, &ch); err != nil {
-			return Charge{}, err
+		var ch provider.Charge
+		if err := resp.decode(provider.OpCharge, &ch); err != nil {
+			return provider.Charge{}, err
 		}
 		if ch.ID == "" || ch.Status != want || (ch.IdempotencyKey != "" && ch.IdempotencyKey != req.IdempotencyKey) {
-			return Charge{}, resp.bad(opCharge, "201 without a "+want+" charge for our key")
+			return provider.Charge{}, resp.bad(provider.OpCharge, "201 without a "+want+" charge for our key")
 		}
 		return ch, nil
 	case http.StatusPaymentRequired:
 		var eb errorBody
 		// A 402 is a decline only with the failed charge the provider recorded;
 		// anything less is an answer we do not understand, not a proof.
-		if json.Unmarshal(resp.body, &eb) != nil || eb.Charge == nil || eb.Charge.ID == "" || eb.Charge.Status != ChargeFailed {
-			return Charge{}, resp.statusError(opCharge)
+		if json.Unmarshal(resp.body, &eb) != nil || eb.Charge == nil || eb.Charge.ID == "" || eb.Charge.Status != provider.ChargeFailed {
+			return provider.Charge{}, resp.statusError(provider.OpCharge)
 		}
 		code := eb.Error.Code
 		if code == "" {
@@ -146,15 +106,17 @@ func (s *HTTPClient) PostCharge(ctx context.Context, req ChargeRequest) (Charge,
 		if code == "" {
 			code = "declined"
 		}
-		return Charge{}, &CallError{Op: opCharge, Kind: KindDeclined, Sent: true, Status: resp.status, Code: code, Charge: eb.Charge}
+		return provider.Charge{}, &provider.CallError{Op: provider.OpCharge, Kind: provider.KindDeclined, Sent: true, Status: resp.status, Code: code, Charge: eb.Charge}
 	}
-	return Charge{}, resp.statusError(opCharge)
+	return provider.Charge{}, resp.statusError(provider.OpCharge)
 }
 
-// ChargeByKey makes one GET /v1/charges?idempotency_key=key. A 404 whose
+// FindCharge makes one GET /v1/charges?idempotency_key=l.Key (the
+// simulator looks everything up by our key). A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
-func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (Charge, error) {
-	return getByKey(ctx, s, "/v1/charges", key, "charge", func(ch Charge) bool {
+func (s *HTTPClient) FindCharge(ctx context.Context, l provider.Lookup) (provider.Charge, error) {
+	key := l.Key
+	return getByKey(ctx, s, "/v1/charges", key, "charge", func(ch provider.Charge) bool {
 		return ch.ID != "" && ch.IdempotencyKey == key
 	})
 }
@@ -165,21 +127,21 @@ func (s *HTTPClient) ChargeByKey(ctx context.Context, key string) (Charge, error
 func getByKey[T any](ctx context.Context, s *HTTPClient, path, key, what string, ours func(T) bool) (T, error) {
 	var zero T
 	if key == "" {
-		return zero, errEmptyKey
+		return zero, provider.ErrEmptyKey
 	}
-	resp, err := s.do(ctx, opLookup, http.MethodGet, path, url.Values{"idempotency_key": {key}}, "", nil)
+	resp, err := s.do(ctx, provider.OpLookup, http.MethodGet, path, url.Values{"idempotency_key": {key}}, "", nil)
 	if err != nil {
 		return zero, err
 	}
 	if resp.status != http.StatusOK {
-		return zero, resp.statusError(opLookup)
+		return zero, resp.statusError(provider.OpLookup)
 	}
 	var v T
-	if err := resp.decode(opLookup, &v); err != nil {
+	if err := resp.decode(provider.OpLookup, &v); err != nil {
 		return zero, err
 	}
 	if !ours(v) {
-		return zero, resp.bad(opLookup, "200 without the "+what+" of our key")
+		return zero, resp.bad(provider.OpLookup, "200 without the "+what+" of our key")
 	}
 	return v, nil
 }
@@ -187,7 +149,7 @@ func getByKey[T any](ctx context.Context, s *HTTPClient, path, key, what string,
 // ListCharges makes one GET /v1/charges?created_gte=&created_lt=&limit=
 // (&starting_after=) for a page of the charges created in [q.From, q.To).
 // A zero q.Limit asks for the whole list in one answer.
-func (s *HTTPClient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, error) {
+func (s *HTTPClient) ListCharges(ctx context.Context, q provider.ListQuery) (provider.ChargePage, error) {
 	v := url.Values{
 		"created_gte": {strconv.FormatInt(ceilUnix(q.From), 10)},
 		"created_lt":  {strconv.FormatInt(ceilUnix(q.To), 10)},
@@ -198,27 +160,27 @@ func (s *HTTPClient) ListCharges(ctx context.Context, q ListQuery) (ChargePage, 
 	if q.After != "" {
 		v.Set("starting_after", q.After)
 	}
-	resp, err := s.do(ctx, opList, http.MethodGet, "/v1/charges", v, "", nil)
+	resp, err := s.do(ctx, provider.OpList, http.MethodGet, "/v1/charges", v, "", nil)
 	if err != nil {
-		return ChargePage{}, err
+		return provider.ChargePage{}, err
 	}
 	if resp.status != http.StatusOK {
-		return ChargePage{}, resp.statusError(opList)
+		return provider.ChargePage{}, resp.statusError(provider.OpList)
 	}
 	var list struct {
-		Data    *[]Charge `json:"data"`
-		HasMore bool      `json:"has_more"`
+		Data    *[]provider.Charge `json:"data"`
+		HasMore bool               `json:"has_more"`
 	}
-	if err := resp.decode(opList, &list); err != nil {
-		return ChargePage{}, err
+	if err := resp.decode(provider.OpList, &list); err != nil {
+		return provider.ChargePage{}, err
 	}
 	if list.Data == nil {
-		return ChargePage{}, resp.bad(opList, "200 without data")
+		return provider.ChargePage{}, resp.bad(provider.OpList, "200 without data")
 	}
 	if list.HasMore && len(*list.Data) == 0 {
-		return ChargePage{}, resp.bad(opList, "has_more without data")
+		return provider.ChargePage{}, resp.bad(provider.OpList, "has_more without data")
 	}
-	return ChargePage{Data: *list.Data, HasMore: list.HasMore}, nil
+	return provider.ChargePage{Data: *list.Data, HasMore: list.HasMore}, nil
 }
 
 // refundBody is the body of POST /v1/refunds.
@@ -230,30 +192,31 @@ type refundBody struct {
 
 // PostRefund makes one POST /v1/refunds. A refusal that proves nothing was
 // refunded is a *CallError of KindDeclined carrying the provider's code.
-func (s *HTTPClient) PostRefund(ctx context.Context, req RefundRequest) (Refund, error) {
+func (s *HTTPClient) PostRefund(ctx context.Context, req provider.RefundRequest) (provider.Refund, error) {
 	body := refundBody{Charge: req.ChargeID, Amount: req.Amount, Reference: req.Reference}
-	resp, err := s.do(ctx, opRefund, http.MethodPost, "/v1/refunds", nil, req.IdempotencyKey, body)
+	resp, err := s.do(ctx, provider.OpRefund, http.MethodPost, "/v1/refunds", nil, req.IdempotencyKey, body)
 	if err != nil {
-		return Refund{}, err
+		return provider.Refund{}, err
 	}
 	if resp.status != http.StatusCreated {
-		return Refund{}, resp.refusal(opRefund, refundRefusals)
+		return provider.Refund{}, resp.refusal(provider.OpRefund, provider.IsRefundRefusal)
 	}
-	var re Refund
-	if err := resp.decode(opRefund, &re); err != nil {
-		return Refund{}, err
+	var re provider.Refund
+	if err := resp.decode(provider.OpRefund, &re); err != nil {
+		return provider.Refund{}, err
 	}
 	if re.ID == "" || re.Charge != req.ChargeID || (req.Amount > 0 && re.Amount != req.Amount) ||
 		(re.IdempotencyKey != "" && re.IdempotencyKey != req.IdempotencyKey) {
-		return Refund{}, resp.bad(opRefund, "201 without our refund of our charge")
+		return provider.Refund{}, resp.bad(provider.OpRefund, "201 without our refund of our charge")
 	}
 	return re, nil
 }
 
-// RefundByKey makes one GET /v1/refunds?idempotency_key=key. A 404 whose
+// FindRefund makes one GET /v1/refunds?idempotency_key=key. A 404 whose
 // error code is resource_missing is a *CallError wrapping ErrNotFound.
-func (s *HTTPClient) RefundByKey(ctx context.Context, key string) (Refund, error) {
-	return getByKey(ctx, s, "/v1/refunds", key, "refund", func(re Refund) bool {
+func (s *HTTPClient) FindRefund(ctx context.Context, l provider.Lookup) (provider.Refund, error) {
+	key := l.Key
+	return getByKey(ctx, s, "/v1/refunds", key, "refund", func(re provider.Refund) bool {
 		return re.ID != "" && re.IdempotencyKey == key
 	})
 }
@@ -267,76 +230,78 @@ type holdBody struct {
 // PostCapture makes one POST /v1/charges/{id}/capture. A refusal that
 // proves nothing was captured is a *CallError of KindDeclined carrying the
 // provider's code.
-func (s *HTTPClient) PostCapture(ctx context.Context, req CaptureRequest) (Charge, error) {
-	return s.postHold(ctx, opCapture, req.ChargeID, req.IdempotencyKey, holdBody{Amount: req.Amount, Reference: req.Reference},
-		func(ch Charge) bool {
-			return ch.Status == ChargeSucceeded && (req.Amount == 0 || ch.CapturedAmount() == req.Amount)
+func (s *HTTPClient) PostCapture(ctx context.Context, req provider.CaptureRequest) (provider.Charge, error) {
+	return s.postHold(ctx, provider.OpCapture, req.ChargeID, req.IdempotencyKey, holdBody{Amount: req.Amount, Reference: req.Reference},
+		func(ch provider.Charge) bool {
+			return ch.Status == provider.ChargeSucceeded && (req.Amount == 0 || ch.CapturedAmount() == req.Amount)
 		})
 }
 
 // PostVoid makes one POST /v1/charges/{id}/void, like PostCapture. The
 // simulator's API has no void reason: it is not sent.
-func (s *HTTPClient) PostVoid(ctx context.Context, req VoidRequest) (Charge, error) {
-	return s.postHold(ctx, opVoid, req.ChargeID, req.IdempotencyKey, holdBody{Reference: req.Reference},
-		func(ch Charge) bool { return ch.Status == ChargeVoided })
+func (s *HTTPClient) PostVoid(ctx context.Context, req provider.VoidRequest) (provider.Charge, error) {
+	return s.postHold(ctx, provider.OpVoid, req.ChargeID, req.IdempotencyKey, holdBody{Reference: req.Reference},
+		func(ch provider.Charge) bool { return ch.Status == provider.ChargeVoided })
 }
 
 // postHold makes one capture or void call of charge id; done says whether
 // the charge answered is as the call leaves it.
-func (s *HTTPClient) postHold(ctx context.Context, op, id, key string, body holdBody, done func(Charge) bool) (Charge, error) {
+func (s *HTTPClient) postHold(ctx context.Context, op, id, key string, body holdBody, done func(provider.Charge) bool) (provider.Charge, error) {
 	if id == "" {
-		return Charge{}, &CallError{Op: op, Kind: KindTransport, Err: errors.New("no charge to " + op)}
+		return provider.Charge{}, &provider.CallError{Op: op, Kind: provider.KindTransport, Err: errors.New("no charge to " + op)}
 	}
 	resp, err := s.do(ctx, op, http.MethodPost, "/v1/charges/"+url.PathEscape(id)+"/"+op, nil, key, body)
 	if err != nil {
-		return Charge{}, err
+		return provider.Charge{}, err
 	}
 	if resp.status != http.StatusOK {
-		return Charge{}, resp.refusal(op, holdRefusals)
+		return provider.Charge{}, resp.refusal(op, provider.IsHoldRefusal)
 	}
-	var ch Charge
+	var ch provider.Charge
 	if err := resp.decode(op, &ch); err != nil {
-		return Charge{}, err
+		return provider.Charge{}, err
 	}
 	if ch.ID != id || !done(ch) {
-		return Charge{}, resp.bad(op, "200 without our charge "+op+"d")
+		return provider.Charge{}, resp.bad(op, "200 without our charge "+op+"d")
 	}
 	return ch, nil
 }
 
 // GetCharge makes one GET /v1/charges/{id}. A 404 whose error code is
 // resource_missing is a *CallError wrapping ErrNotFound.
-func (s *HTTPClient) GetCharge(ctx context.Context, id string) (Charge, error) {
+func (s *HTTPClient) GetCharge(ctx context.Context, id string) (provider.Charge, error) {
 	if id == "" {
-		return Charge{}, errEmptyKey
+		return provider.Charge{}, provider.ErrEmptyKey
 	}
-	resp, err := s.do(ctx, opLookup, http.MethodGet, "/v1/charges/"+url.PathEscape(id), nil, "", nil)
+	resp, err := s.do(ctx, provider.OpLookup, http.MethodGet, "/v1/charges/"+url.PathEscape(id), nil, "", nil)
 	if err != nil {
-		return Charge{}, err
+		return provider.Charge{}, err
 	}
 	if resp.status != http.StatusOK {
-		return Charge{}, resp.statusError(opLookup)
+		return provider.Charge{}, resp.statusError(provider.OpLookup)
 	}
-	var ch Charge
-	if err := resp.decode(opLookup, &ch); err != nil {
-		return Charge{}, err
+	var ch provider.Charge
+	if err := resp.decode(provider.OpLookup, &ch); err != nil {
+		return provider.Charge{}, err
 	}
 	if ch.ID != id {
-		return Charge{}, resp.bad(opLookup, "200 without the charge asked for")
+		return provider.Charge{}, resp.bad(provider.OpLookup, "200 without the charge asked for")
 	}
 	return ch, nil
 }
 
-// CaptureByKey makes one GET /v1/captures?idempotency_key=key.
-func (s *HTTPClient) CaptureByKey(ctx context.Context, key string) (Hold, error) {
-	return getByKey(ctx, s, "/v1/captures", key, "capture", func(h Hold) bool {
+// FindCapture makes one GET /v1/captures?idempotency_key=key.
+func (s *HTTPClient) FindCapture(ctx context.Context, l provider.Lookup) (provider.Hold, error) {
+	key := l.Key
+	return getByKey(ctx, s, "/v1/captures", key, "capture", func(h provider.Hold) bool {
 		return h.Charge != "" && h.IdempotencyKey == key
 	})
 }
 
-// VoidByKey makes one GET /v1/voids?idempotency_key=key.
-func (s *HTTPClient) VoidByKey(ctx context.Context, key string) (Hold, error) {
-	return getByKey(ctx, s, "/v1/voids", key, "void", func(h Hold) bool {
+// FindVoid makes one GET /v1/voids?idempotency_key=key.
+func (s *HTTPClient) FindVoid(ctx context.Context, l provider.Lookup) (provider.Hold, error) {
+	key := l.Key
+	return getByKey(ctx, s, "/v1/voids", key, "void", func(h provider.Hold) bool {
 		return h.Charge != "" && h.IdempotencyKey == key
 	})
 }
@@ -370,7 +335,7 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return response{}, &CallError{Op: op, Kind: KindTransport, Err: err}
+			return response{}, &provider.CallError{Op: op, Kind: provider.KindTransport, Err: err}
 		}
 		body = bytes.NewReader(b)
 	}
@@ -380,7 +345,7 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return response{}, transportError(op, err, false)
+		return response{}, provider.TransportError(op, err, false)
 	}
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Accept", "application/json")
@@ -392,69 +357,49 @@ func (s *HTTPClient) do(ctx context.Context, op, method, path string, query url.
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return response{}, transportError(op, err, connected.Load())
+		return response{}, provider.TransportError(op, err, connected.Load())
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return response{}, transportError(op, err, true)
+		return response{}, provider.TransportError(op, err, true)
 	}
 	return response{status: resp.StatusCode, body: b}, nil
-}
-
-// transportError classifies an error of the HTTP exchange itself. The
-// *url.Error net/http returns quotes the request URL, which carries
-// PROVIDER_URL's credentials, if any: it is masked, since call errors are
-// logged.
-func transportError(op string, err error, sent bool) *CallError {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		ue.URL = redact.URL(ue.URL)
-	}
-	kind := KindTransport
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		kind = KindCanceled
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		kind = KindTimeout
-	}
-	return &CallError{Op: op, Kind: kind, Sent: sent, Err: err}
 }
 
 // decode parses the body of an expected answer into v.
 func (r response) decode(op string, v any) error {
 	if err := json.Unmarshal(r.body, v); err != nil {
-		return &CallError{Op: op, Kind: KindBadResponse, Sent: true, Status: r.status, Err: err}
+		return &provider.CallError{Op: op, Kind: provider.KindBadResponse, Sent: true, Status: r.status, Err: err}
 	}
 	return nil
 }
 
 func (r response) bad(op, why string) error {
-	return &CallError{Op: op, Kind: KindBadResponse, Sent: true, Status: r.status, Err: errors.New(why)}
+	return &provider.CallError{Op: op, Kind: provider.KindBadResponse, Sent: true, Status: r.status, Err: errors.New(why)}
 }
 
 // refusal is a failed answer of a call that moves money: a 400 whose code
 // is one of refusals proves nothing was done (KindDeclined); anything else
 // is as statusError says.
-func (r response) refusal(op string, refusals map[string]bool) error {
-	ce := r.statusError(op).(*CallError)
-	if r.status == http.StatusBadRequest && refusals[ce.Code] {
-		ce.Kind = KindDeclined
+func (r response) refusal(op string, refusal func(code string) bool) error {
+	ce := r.statusError(op).(*provider.CallError)
+	if r.status == http.StatusBadRequest && refusal(ce.Code) {
+		ce.Kind = provider.KindDeclined
 	}
 	return ce
 }
 
 // statusError is an answer with a status the call does not expect.
 func (r response) statusError(op string) error {
-	e := &CallError{Op: op, Kind: KindStatus, Sent: true, Status: r.status}
+	e := &provider.CallError{Op: op, Kind: provider.KindStatus, Sent: true, Status: r.status}
 	var eb errorBody
 	if json.Unmarshal(r.body, &eb) == nil {
 		e.Code = eb.Error.Code
 	}
 	// A charge call is never "not found"; a refund's 404 is about its charge.
-	if op != opCharge && r.status == http.StatusNotFound && e.Code == codeNotFound {
-		e.Err = ErrNotFound
+	if op != provider.OpCharge && r.status == http.StatusNotFound && e.Code == codeNotFound {
+		e.Err = provider.ErrNotFound
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/testkit"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 func TestCreateChargeSucceeded(t *testing.T) {
@@ -27,12 +29,12 @@ func TestCreateChargeSucceeded(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
-	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, provider.Succeeded, res.Outcome)
 	require.NoError(t, res.Err)
 	require.Equal(t, 1, res.Tries)
 	require.NotNil(t, res.Charge)
 	require.Equal(t, "ch_k1", res.Charge.ID)
-	require.Equal(t, ChargeSucceeded, res.Charge.Status)
+	require.Equal(t, provider.ChargeSucceeded, res.Charge.Status)
 	require.Equal(t, int64(500), res.Charge.Amount)
 	require.Empty(t, res.DeclineCode)
 	require.Equal(t, []string{"k1"}, f.Keys())
@@ -46,13 +48,13 @@ func TestCreateChargeDeclinedIsNotRetried(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), declinedReq("k1"))
 
-	require.Equal(t, Declined, res.Outcome)
+	require.Equal(t, provider.Declined, res.Outcome)
 	require.Equal(t, "card_declined", res.DeclineCode)
 	require.Equal(t, 1, res.Tries)
 	require.NoError(t, res.Err)
 	require.NotNil(t, res.Charge)
 	require.Equal(t, "ch_k1", res.Charge.ID)
-	require.Equal(t, ChargeFailed, res.Charge.Status)
+	require.Equal(t, provider.ChargeFailed, res.Charge.Status)
 	require.Equal(t, 1, f.Hits())
 }
 
@@ -69,7 +71,7 @@ func TestCreateChargeRetriesWithTheSameKey(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
-	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, provider.Succeeded, res.Outcome)
 	require.Equal(t, 3, res.Tries)
 	require.Equal(t, "ch_k1", res.Charge.ID)
 	require.Equal(t, 3, f.Hits())
@@ -92,7 +94,7 @@ func TestCreateChargeRetries409And429(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
-	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, provider.Succeeded, res.Outcome)
 	require.Equal(t, 3, res.Tries)
 	require.Equal(t, 3, f.Hits())
 }
@@ -109,15 +111,15 @@ func TestCreateChargeUnknownWhenBudgetSpent(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 	elapsed := time.Since(start)
 
-	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, provider.Unknown, res.Outcome)
 	require.Nil(t, res.Charge)
 	require.GreaterOrEqual(t, res.Tries, 2)
 	require.Equal(t, res.Tries, f.Hits())
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, res.Err, &ce)
-	require.Equal(t, KindStatus, ce.Kind)
+	require.Equal(t, provider.KindStatus, ce.Kind)
 	require.Equal(t, http.StatusServiceUnavailable, ce.Status)
-	require.NotErrorIs(t, res.Err, ErrUnavailable)
+	require.NotErrorIs(t, res.Err, provider.ErrUnavailable)
 	// A correctness bound: no call starts after the budget, and a call lasts
 	// at most CallTimeout. The slack is for a busy machine; a wrapper that
 	// kept retrying would go on far longer (the provider never recovers).
@@ -135,11 +137,11 @@ func TestCreateChargeUnknownWhenProviderHangs(t *testing.T) {
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 	elapsed := time.Since(start)
 
-	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, provider.Unknown, res.Outcome)
 	require.GreaterOrEqual(t, res.Tries, 1)
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, res.Err, &ce)
-	require.Equal(t, KindTimeout, ce.Kind)
+	require.Equal(t, provider.KindTimeout, ce.Kind)
 	require.True(t, ce.Sent)
 	require.Less(t, elapsed, cfg.RetryBudget+cfg.CallTimeout+2*time.Second, "the hanging calls were cut off (slack for a busy machine)")
 }
@@ -161,21 +163,21 @@ func TestCreateChargeUnknownOnNonRetryable4xx(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerError(w, tt.status, tt.code) })
-			r := NewResilient(NewHTTPClient("sim", f.url, tt.apiKey, nil), testConfig(), nil)
+			r := provider.NewResilient(NewHTTPClient("sim", f.url, tt.apiKey, nil), testConfig(), nil)
 
 			res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
-			require.Equal(t, Unknown, res.Outcome)
+			require.Equal(t, provider.Unknown, res.Outcome)
 			require.Equal(t, 1, res.Tries)
 			require.Equal(t, 1, f.Hits())
-			var ce *CallError
+			var ce *provider.CallError
 			require.ErrorAs(t, res.Err, &ce)
-			require.Equal(t, KindStatus, ce.Kind)
+			require.Equal(t, provider.KindStatus, ce.Kind)
 			require.Equal(t, tt.status, ce.Status)
 			require.Equal(t, tt.code, ce.Code)
-			require.NotErrorIs(t, res.Err, ErrNotFound)
+			require.NotErrorIs(t, res.Err, provider.ErrNotFound)
 			require.False(t, r.BreakerOpen())
-			require.Zero(t, r.cb.Counts().ConsecutiveFailures)
+			require.Zero(t, r.ConsecutiveFailures())
 		})
 	}
 }
@@ -198,7 +200,7 @@ func TestCreateChargeRetriesLostResponse(t *testing.T) {
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
-	require.Equal(t, Succeeded, res.Outcome)
+	require.Equal(t, provider.Succeeded, res.Outcome)
 	require.Equal(t, 2, res.Tries)
 	require.Equal(t, "ch_k1", res.Charge.ID)
 	require.Equal(t, []string{"k1", "k1"}, f.Keys())
@@ -208,17 +210,17 @@ func TestCreateChargeNotSentWhenConnectionRefused(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
 	cfg.RetryBudget = 300 * time.Millisecond
-	r := NewResilient(NewHTTPClient("sim", testkit.RefusedURL(t, "http"), testAPIKey, nil), cfg, nil)
+	r := provider.NewResilient(NewHTTPClient("sim", testkit.RefusedURL(t, "http"), testAPIKey, nil), cfg, nil)
 
 	res := r.CreateCharge(t.Context(), chargeReq("k1"))
 
 	// No connection was obtained: provably not sent, and the run ends at
 	// once so that the payment can go to another provider.
-	require.Equal(t, NotSent, res.Outcome)
+	require.Equal(t, provider.NotSent, res.Outcome)
 	require.Equal(t, 1, res.Tries)
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, res.Err, &ce)
-	require.Equal(t, KindTransport, ce.Kind)
+	require.Equal(t, provider.KindTransport, ce.Kind)
 	require.False(t, ce.Sent)
 }
 
@@ -230,9 +232,9 @@ func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
 		answerError(w, http.StatusServiceUnavailable, "simulated_fault")
 	})
 	logs := make(logSignal, 16)
-	r := NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, slog.New(logs))
+	r := provider.NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, slog.New(logs))
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan Result, 1)
+	done := make(chan provider.Result, 1)
 	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
 
 	// Cancel during a wait of a second or more (the backoff doubles from
@@ -251,11 +253,11 @@ func TestCreateChargeStopsWhenCtxCanceledBetweenRetries(t *testing.T) {
 	res := waitFor(t, done, 5*time.Second)
 
 	require.Less(t, time.Since(canceled), wait/2, "returned within half of the %s wait", wait)
-	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, provider.Unknown, res.Outcome)
 	require.Equal(t, retries, res.Tries, "no call after the cancel")
 	require.Equal(t, retries, f.Hits())
 	require.ErrorIs(t, res.Err, context.Canceled)
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, res.Err, &ce)
 	require.Equal(t, http.StatusServiceUnavailable, ce.Status)
 }
@@ -271,7 +273,7 @@ func TestCreateChargeStopsWhenCtxCanceledDuringCall(t *testing.T) {
 		f.hang(r)
 	})
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan Result, 1)
+	done := make(chan provider.Result, 1)
 	go func() { done <- r.CreateCharge(ctx, chargeReq("k1")) }()
 
 	waitFor(t, entered, 5*time.Second)
@@ -280,12 +282,12 @@ func TestCreateChargeStopsWhenCtxCanceledDuringCall(t *testing.T) {
 	res := waitFor(t, done, 5*time.Second)
 
 	require.Less(t, time.Since(canceled), cfg.CallTimeout/2, "returned long before the call's timeout")
-	require.Equal(t, Unknown, res.Outcome)
+	require.Equal(t, provider.Unknown, res.Outcome)
 	require.Equal(t, 1, res.Tries)
 	require.Equal(t, 1, f.Hits())
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, res.Err, &ce)
-	require.Equal(t, KindCanceled, ce.Kind)
+	require.Equal(t, provider.KindCanceled, ce.Kind)
 	// Our own cancellation says nothing about the provider.
 	require.False(t, r.BreakerOpen())
 }
@@ -302,7 +304,7 @@ func TestCreateChargeAlreadyCanceledCtx(t *testing.T) {
 
 	// Nothing was sent (the API answers NotSent with 503
 	// provider_unavailable).
-	require.Equal(t, NotSent, res.Outcome)
+	require.Equal(t, provider.NotSent, res.Outcome)
 	require.Equal(t, 0, res.Tries)
 	require.Equal(t, 0, f.Hits())
 	require.True(t, errors.Is(res.Err, context.Canceled))

@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 func TestSimPostChargeClassifiesFailures(t *testing.T) {
@@ -14,12 +16,12 @@ func TestSimPostChargeClassifiesFailures(t *testing.T) {
 	tests := []struct {
 		name   string
 		answer func(f *fakeProvider, w http.ResponseWriter, r *http.Request)
-		want   CallError
+		want   provider.CallError
 	}{
 		{
 			name:   "decline carries the failed charge",
 			answer: func(f *fakeProvider, w http.ResponseWriter, r *http.Request) { f.answerCharge(w, r) },
-			want:   CallError{Op: "charge", Kind: KindDeclined, Sent: true, Status: 402, Code: "card_declined"},
+			want:   provider.CallError{Op: "charge", Kind: provider.KindDeclined, Sent: true, Status: 402, Code: "card_declined"},
 		},
 		{
 			name: "lost answer may have been sent",
@@ -29,17 +31,17 @@ func TestSimPostChargeClassifiesFailures(t *testing.T) {
 					_ = conn.Close()
 				}
 			},
-			want: CallError{Op: "charge", Kind: KindTransport, Sent: true},
+			want: provider.CallError{Op: "charge", Kind: provider.KindTransport, Sent: true},
 		},
 		{
 			name:   "5xx",
 			answer: func(_ *fakeProvider, w http.ResponseWriter, _ *http.Request) { answerError(w, 503, "simulated_fault") },
-			want:   CallError{Op: "charge", Kind: KindStatus, Sent: true, Status: 503, Code: "simulated_fault"},
+			want:   provider.CallError{Op: "charge", Kind: provider.KindStatus, Sent: true, Status: 503, Code: "simulated_fault"},
 		},
 		{
 			name:   "201 that is not a charge",
 			answer: func(_ *fakeProvider, w http.ResponseWriter, _ *http.Request) { answerJSON(w, 201, map[string]string{}) },
-			want:   CallError{Op: "charge", Kind: KindBadResponse, Sent: true, Status: 201},
+			want:   provider.CallError{Op: "charge", Kind: provider.KindBadResponse, Sent: true, Status: 201},
 		},
 	}
 	for _, tt := range tests {
@@ -50,17 +52,17 @@ func TestSimPostChargeClassifiesFailures(t *testing.T) {
 
 			_, err := NewHTTPClient("sim", f.url, testAPIKey, nil).PostCharge(t.Context(), declinedReq("k1"))
 
-			var ce *CallError
+			var ce *provider.CallError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, tt.want.Op, ce.Op)
 			require.Equal(t, tt.want.Kind, ce.Kind)
 			require.Equal(t, tt.want.Sent, ce.Sent)
 			require.Equal(t, tt.want.Status, ce.Status)
 			require.Equal(t, tt.want.Code, ce.Code)
-			if tt.want.Kind == KindDeclined {
+			if tt.want.Kind == provider.KindDeclined {
 				require.NotNil(t, ce.Charge)
 				require.Equal(t, "ch_k1", ce.Charge.ID)
-				require.Equal(t, ChargeFailed, ce.Charge.Status)
+				require.Equal(t, provider.ChargeFailed, ce.Charge.Status)
 			}
 		})
 	}
@@ -73,9 +75,9 @@ func TestSimConnectionRefusedIsNotSent(t *testing.T) {
 
 	_, err := NewHTTPClient("sim", srv.URL, testAPIKey, nil).PostCharge(t.Context(), chargeReq("k1"))
 
-	var ce *CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, KindTransport, ce.Kind)
+	require.Equal(t, provider.KindTransport, ce.Kind)
 	require.False(t, ce.Sent)
 }
 
@@ -88,10 +90,10 @@ func TestSimCallErrorsHideURLCredentials(t *testing.T) {
 	srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, base := range []string{"http://u:s3cret@" + host, "http://s3cret@" + host, "http://u:s3cret@" + host + ":notaport"} {
-		_, err := NewHTTPClient("sim", base, testAPIKey, nil).ChargeByKey(t.Context(), "k1")
-		var ce *CallError
+		_, err := NewHTTPClient("sim", base, testAPIKey, nil).FindCharge(t.Context(), provider.Lookup{Key: "k1"})
+		var ce *provider.CallError
 		require.ErrorAs(t, err, &ce, base)
-		require.Equal(t, KindTransport, ce.Kind, base)
+		require.Equal(t, provider.KindTransport, ce.Kind, base)
 		require.NotContains(t, err.Error(), "s3cret", base)
 	}
 }

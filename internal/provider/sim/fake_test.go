@@ -1,4 +1,4 @@
-package provider
+package sim
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/metrics"
+
+	"github.com/acme/paymentsvc/internal/provider"
 )
 
 const testAPIKey = "sk_test"
@@ -94,12 +96,12 @@ func (f *fakeProvider) answerCharge(w http.ResponseWriter, r *http.Request) {
 	f.bodies = append(f.bodies, body)
 	f.mu.Unlock()
 	key := r.Header.Get("Idempotency-Key")
-	ch := Charge{
-		ID: "ch_" + key, Amount: body.Amount, Currency: body.Currency, Status: ChargeSucceeded,
+	ch := provider.Charge{
+		ID: "ch_" + key, Amount: body.Amount, Currency: body.Currency, Status: provider.ChargeSucceeded,
 		Reference: body.Reference, IdempotencyKey: key, PaymentMethod: body.PaymentMethod, Created: 1700000000,
 	}
 	if body.PaymentMethod == "pm_card_declined" {
-		ch.Status, ch.FailureCode = ChargeFailed, "card_declined"
+		ch.Status, ch.FailureCode = provider.ChargeFailed, "card_declined"
 		answerJSON(w, http.StatusPaymentRequired, map[string]any{
 			"error":  map[string]string{"code": "card_declined", "message": "the card was declined"},
 			"charge": ch,
@@ -120,22 +122,22 @@ func answerJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // testConfig retries generously and never trips the breaker unless a test says so.
-func testConfig() Config {
-	return Config{CallTimeout: time.Second, RetryBudget: 2 * time.Second, BreakerFailures: 100, BreakerCooldown: 200 * time.Millisecond}
+func testConfig() provider.Config {
+	return provider.Config{CallTimeout: time.Second, RetryBudget: 2 * time.Second, BreakerFailures: 100, BreakerCooldown: 200 * time.Millisecond}
 }
 
 // setup starts a fake provider answering with h and a Resilient in front of it.
-func setup(t *testing.T, cfg Config, h handler) (*Resilient, *fakeProvider) {
+func setup(t *testing.T, cfg provider.Config, h handler) (*provider.Resilient, *fakeProvider) {
 	t.Helper()
 	f := newFake(t, h)
-	return NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, nil), f
+	return provider.NewResilient(NewHTTPClient("sim", f.url, testAPIKey, nil), cfg, nil), f
 }
 
-func chargeReq(key string) ChargeRequest {
-	return ChargeRequest{Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_" + key, IdempotencyKey: key}
+func chargeReq(key string) provider.ChargeRequest {
+	return provider.ChargeRequest{Amount: 500, Currency: "USD", PaymentMethod: "pm_card_visa", Reference: "pay_" + key, IdempotencyKey: key}
 }
 
-func declinedReq(key string) ChargeRequest {
+func declinedReq(key string) provider.ChargeRequest {
 	req := chargeReq(key)
 	req.PaymentMethod = "pm_card_declined"
 	return req
