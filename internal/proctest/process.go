@@ -2,6 +2,9 @@ package proctest
 
 import (
 	"context"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acme/paymentsvc/internal/childproc"
@@ -40,7 +43,13 @@ func (p *Process) Restart() {
 	}
 }
 
-// Run runs bin to completion with env and returns stdout, stderr and the exit code.
+// Run runs bin to completion with env and returns stdout, stderr and the
+// exit code. Under E2E_PROVIDER_TYPE=stripe it types the providers env does
+// not type itself as a pod's are (a reconciler must speak to the
+// simulators the suite started with their Stripe face).
 func Run(ctx context.Context, bin string, args, env []string) (stdout, stderr string, code int, err error) {
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(ProviderTypeEnv)), ProviderTypeStripe) {
+		env = append(slices.Clone(env), providerTypeEnv(env, ProviderTypeStripe)...)
+	}
 	return childproc.Run(ctx, bin, args, env)
 }

@@ -586,6 +586,25 @@ func (s *Server) piByID(id string) (Charge, bool) {
 	return *ch, true
 }
 
+// mergeMetadata sets the keys of md on PaymentIntent id's metadata (an
+// empty value unsets its key, as Stripe does).
+func (s *Server) mergeMetadata(id string, md map[string]string) {
+	defer s.lock()()
+	ch, ok := s.st.charges[id]
+	if !ok {
+		return
+	}
+	m := ch.Metadata.Map()
+	for k, v := range md {
+		if v == "" {
+			delete(m, k)
+			continue
+		}
+		m[k] = v
+	}
+	ch.Metadata = NewMetadata(m)
+}
+
 // handleStripeGetPI is GET /v1/payment_intents/{id}.
 func (s *Server) handleStripeGetPI(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -763,6 +782,11 @@ func (s *Server) handleStripeCapture(w http.ResponseWriter, r *http.Request) {
 		return func() (int, []byte, error) {
 			_, made, err := s.commitHold(key, req, captureOp)
 			if made != nil {
+				// Stripe's capture updates the PaymentIntent's metadata
+				// with the metadata it is sent.
+				if md := metadataOf(form); len(md) > 0 {
+					s.mergeMetadata(id, md)
+				}
 				s.notifyCharge(EventChargeCaptured, *made)
 			}
 			return s.holdAnswer(id, expands(form, "latest_charge"), err)

@@ -162,10 +162,12 @@ func TestStripeManualPartialCaptureAndRefund(t *testing.T) {
 	require.Equal(t, stripe.ErrorCodeAmountTooLarge, se.Code)
 
 	cp = &stripe.PaymentIntentCaptureParams{AmountToCapture: stripe.Int64(600)}
+	cp.AddMetadata("psvc_capture_key", "cap-1")
 	cp.SetIdempotencyKey("cap-1")
 	got, err := sc.V1PaymentIntents.Capture(ctx, pi.ID, cp)
 	require.NoError(t, err)
 	require.Equal(t, stripe.PaymentIntentStatusSucceeded, got.Status)
+	require.Equal(t, map[string]string{"psvc_payment": "pay_m", "psvc_capture_key": "cap-1"}, got.Metadata, "the capture's metadata joins the PaymentIntent's")
 	require.Equal(t, int64(600), got.AmountReceived)
 	require.Equal(t, int64(0), got.AmountCapturable)
 
