@@ -183,7 +183,7 @@ func (rig *chaosRig) playRound(t *testing.T, round int, f chaosFault, k chaosKin
 	case declined:
 		require.Equal(t, 402, final.Status, "round %d: %s", round, final)
 		require.Equal(t, "FAILED", final.Str("status"))
-		require.Equal(t, "card_declined", final.Str("failure_code"))
+		require.Equal(t, declineCode(t), final.Str("failure_code"))
 	case k == chaosPay:
 		require.Equal(t, 201, final.Status, "round %d: %s", round, final)
 		require.Equal(t, "SUCCEEDED", final.Str("status"))
