@@ -321,7 +321,7 @@ func TestRefundBadRequestIsDecidedByReadingRefundsBack(t *testing.T) {
 			refundPath: {{status: 400, body: stripeErr("invalid_request_error", "charge_already_refunded", "", nil)}}, "GET /v1/refunds": {list(other, ours)}},
 			provider.Succeeded, "", false, 1},
 		{"a rejection after an ambiguous try is unknown", map[string][]answer{
-			refundPath: {{status: 503, body: stripeErr("api_error", "", "", nil)}, {status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}},
+			refundPath:        {{status: 503, body: stripeErr("api_error", "", "", nil)}, {status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}},
 			"GET /v1/refunds": {list()}},
 			provider.Unknown, "", false, 2},
 		{"a 400 whose read-back fails is unknown", map[string][]answer{
