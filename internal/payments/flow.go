@@ -211,6 +211,12 @@ func (s *Service) drive(ctx context.Context, k kind, lock idempotency.Lock, sub 
 		} else {
 			r = k.call(callCtx, sub, p)
 		}
+		if r.Outcome == provider.Declined && r.Rejected && !committedPending {
+			// The provider refused this request and holds nothing of
+			// ours, but an earlier request sent this step and may have
+			// had another answer: only reads (sync, the reconciler) decide.
+			r = provider.Result{Outcome: provider.Unknown, Tries: r.Tries, Err: errRejectedOnResume}
+		}
 		var c change
 		switch r.Outcome {
 		case provider.Succeeded, provider.Declined:
@@ -293,6 +299,9 @@ func answerVerb(o provider.Outcome, to lifecycle.Status) string {
 	}
 	return "declined"
 }
+
+// errRejectedOnResume is why a resumed step the provider rejected is not FAILED.
+var errRejectedOnResume = errors.New("provider rejected the request, but an earlier request may have sent this step: only read back")
 
 // errPastKeyWindow is why a step past its provider's key window is not sent again.
 var errPastKeyWindow = errors.New("not sent again: past the provider's idempotency key window, only read back")

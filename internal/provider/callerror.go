@@ -72,6 +72,14 @@ type CallError struct {
 	// shows (e.g. idempotency_error: our key was reused with other
 	// parameters); Resilient passes it on in Result.Anomaly.
 	Anomaly string
+	// Rejected marks a KindDeclined that proves nothing was made only if no
+	// earlier try of the step was ambiguous: the provider refused the
+	// request itself (e.g. Stripe's 400 invalid_request_error for an
+	// unknown payment method) and reading back found nothing of ours. An
+	// earlier try that may have reached the provider unanswered could
+	// still have made something under another answer, so Resilient makes
+	// it Unknown after such a try, and the caller after such a request.
+	Rejected bool
 }
 
 func (e *CallError) Error() string {

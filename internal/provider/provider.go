@@ -227,6 +227,11 @@ type Result struct {
 	// Anomaly is what a connector flagged on the last call (CallError.Anomaly),
 	// for the caller to record; "" for none.
 	Anomaly string
+	// Rejected, for Declined: the provider refused the request itself and
+	// nothing of ours was found (CallError.Rejected). It proves nothing was
+	// made only when no earlier request may have sent the same step: the
+	// caller treats it as Unknown otherwise.
+	Rejected bool
 }
 
 // Provider is a payment provider.

@@ -123,13 +123,16 @@ func (r *Resilient) BreakerOpen() bool {
 // CreateCharge charges, retrying under the same idempotency key (the provider
 // deduplicates it, so a retry never charges twice).
 func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result {
-	var ch Charge
-	tries, sent, err := r.run(ctx, OpCharge, func(ctx context.Context) error {
+	var (
+		ch  Charge
+		amb ambiguity
+	)
+	tries, sent, err := r.run(ctx, OpCharge, amb.track(func(ctx context.Context) error {
 		var err error
 		ch, err = r.inner.PostCharge(ctx, req)
 		return err
-	})
-	res := classify(tries, sent, err)
+	}))
+	res := classify(tries, sent, err, amb.earlier)
 	switch res.Outcome {
 	case Succeeded:
 		res.Charge = &ch
@@ -155,8 +158,9 @@ func (r *Resilient) CreateCharge(ctx context.Context, req ChargeRequest) Result 
 // NotSent only when no try may have reached the provider (a breaker refusal
 // before any try, or tries none of which obtained a connection); everything
 // that is neither a success nor a decline (a refusal that proves nothing
-// was done) is Unknown, because it may have charged or refunded.
-func classify(tries int, sent bool, err error) Result {
+// was done) is Unknown, because it may have charged or refunded. A
+// Rejected decline after an ambiguous earlier try (ambiguous) is Unknown too.
+func classify(tries int, sent bool, err error, ambiguous bool) Result {
 	res := Result{Tries: tries}
 	var ce *CallError
 	if errors.As(err, &ce) {
@@ -165,14 +169,38 @@ func classify(tries int, sent bool, err error) Result {
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
+	case errors.As(err, &ce) && ce.Kind == KindDeclined && ce.Rejected && ambiguous:
+		res.Outcome, res.Err = Unknown, fmt.Errorf("%w (after an earlier try that may have reached the provider)", err)
 	case errors.As(err, &ce) && ce.Kind == KindDeclined && (ce.Charge != nil || ce.Op != OpCharge):
-		res.Outcome, res.DeclineCode = Declined, ce.Code
+		res.Outcome, res.DeclineCode, res.Rejected = Declined, ce.Code, ce.Rejected
 	case !sent:
 		res.Outcome, res.Err = NotSent, err
 	default:
 		res.Outcome, res.Err = Unknown, err
 	}
 	return res
+}
+
+// ambiguity records whether a try of one call, before its last, may have
+// reached the provider without a decisive answer (it was sent and failed:
+// a timeout, a 5xx, a 409, a 429, a lost answer; a decisive answer ends
+// the run, so any failed try that is followed by another was not one).
+type ambiguity struct {
+	last    error // the previous try's error
+	tried   bool
+	earlier bool // a try before the last one was sent and failed
+}
+
+// track wraps one try of call.
+func (a *ambiguity) track(call func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if a.tried && a.last != nil && !notSent(a.last) {
+			a.earlier = true
+		}
+		err := call(ctx)
+		a.tried, a.last = true, err
+		return err
+	}
 }
 
 // FindCharge looks up the charge of a payment's step; ErrNotFound only
@@ -209,13 +237,16 @@ func read[T any](ctx context.Context, r *Resilient, op string, call func(context
 // CreateRefund refunds a charge, retrying under the same idempotency key (the
 // provider deduplicates it, so a retry never refunds twice).
 func (r *Resilient) CreateRefund(ctx context.Context, req RefundRequest) Result {
-	var re Refund
-	tries, sent, err := r.run(ctx, OpRefund, func(ctx context.Context) error {
+	var (
+		re  Refund
+		amb ambiguity
+	)
+	tries, sent, err := r.run(ctx, OpRefund, amb.track(func(ctx context.Context) error {
 		var err error
 		re, err = r.inner.PostRefund(ctx, req)
 		return err
-	})
-	res := classify(tries, sent, err)
+	}))
+	res := classify(tries, sent, err, amb.earlier)
 	if res.Outcome == Succeeded {
 		res.Refund = &re
 	}
@@ -265,7 +296,7 @@ func (r *Resilient) hold(ctx context.Context, op, key, reference string, call fu
 		ch, err = call(ctx)
 		return err
 	})
-	res := classify(tries, sent, err)
+	res := classify(tries, sent, err, true)
 	if res.Outcome == Succeeded {
 		res.Charge = &ch
 	}

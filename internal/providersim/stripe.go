@@ -63,6 +63,26 @@ var stripeDeclines = map[string]stripeDecline{
 	"pm_card_authenticationRequired": {"authentication_required", "authentication_required"},
 }
 
+// stripeCards are Stripe's succeeding test card payment methods (see
+// Stripe's "Testing" documentation).
+var stripeCards = map[string]bool{
+	"pm_card_visa": true, "pm_card_visa_debit": true, "pm_card_mastercard": true, "pm_card_mastercard_debit": true,
+	"pm_card_mastercard_prepaid": true, "pm_card_amex": true, "pm_card_discover": true, "pm_card_diners": true,
+	"pm_card_jcb": true, "pm_card_unionpay": true,
+}
+
+// knownPaymentMethod reports whether the Stripe face knows pm: one of
+// Stripe's test cards (stripeCards, stripeDeclines), or any other pm_ id
+// that is not a pm_card_ one (a saved payment method the simulator takes
+// on trust). Another (pm_card_bogus, card_1) answers Stripe's 400
+// resource_missing, param payment_method.
+func knownPaymentMethod(pm string) bool {
+	if _, declines := stripeDeclines[pm]; declines || stripeCards[pm] {
+		return true
+	}
+	return pm == "" || (strings.HasPrefix(pm, "pm_") && !strings.HasPrefix(pm, "pm_card_"))
+}
+
 // stripeCancelReasons are the cancellation_reason values a cancel takes.
 var stripeCancelReasons = []string{"duplicate", "fraudulent", "requested_by_customer", "abandoned"}
 
@@ -563,6 +583,13 @@ func (s *Server) handleStripeCreatePI(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return func() (int, []byte, error) {
+			if !knownPaymentMethod(req.paymentMethod) {
+				// Stripe looks the payment method up once the request
+				// runs: the 400 is stored under the key like any answer.
+				e := &stripeErr{status: http.StatusBadRequest, Type: stripeInvalidRequestError, Code: "resource_missing", Param: "payment_method",
+					Message: "No such PaymentMethod: '" + req.paymentMethod + "'"}
+				return e.status, stripeErrorBody(e), nil
+			}
 			ch, made, err := s.commitPI(key, req)
 			if err != nil {
 				return 0, nil, err

@@ -597,3 +597,32 @@ func TestStripeCreateThenConfirm(t *testing.T) {
 	// Webhooks only for what was decided: succeeded, capturable, failed.
 	eventually(t, "three deliveries", func() bool { return len(rc.deliveries()) == 3 })
 }
+
+// A payment method the face does not know answers Stripe's 400
+// resource_missing (param payment_method) and makes nothing; the answer is
+// stored under the key like Stripe's, so the same request replays it.
+func TestStripeUnknownPaymentMethodIsResourceMissing(t *testing.T) {
+	b, sc := stripeSetup(t, Config{})
+	for _, pm := range []string{"pm_card_bogus", "card_1"} {
+		_, err := sc.V1PaymentIntents.Create(ctx, piParams("k-bogus-"+pm, 500, pm, "automatic", "pay_"+pm))
+		se := stripeErrOf(t, err)
+		require.Equal(t, http.StatusBadRequest, se.HTTPStatusCode)
+		require.Equal(t, stripe.ErrorTypeInvalidRequest, se.Type)
+		require.Equal(t, stripe.ErrorCode("resource_missing"), se.Code)
+		require.Equal(t, "payment_method", se.Param)
+		require.Nil(t, se.PaymentIntent)
+	}
+	_, err := sc.V1PaymentIntents.Create(ctx, piParams("k-bogus-pm_card_bogus", 500, "pm_card_bogus", "automatic", "pay_pm_card_bogus"))
+	se := stripeErrOf(t, err)
+	require.Equal(t, stripe.ErrorCode("resource_missing"), se.Code)
+	require.Equal(t, "true", se.LastResponse.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, Stats{ChargeCalls: 3}, b.stats())
+	// Stripe's test cards and other pm_ ids (saved ones, taken on trust) are known.
+	for _, pm := range []string{"pm_card_visa", "pm_card_mastercard", "pm_card_chargeDeclined", "pm_1Abc"} {
+		_, err := sc.V1PaymentIntents.Create(ctx, piParams("k-known-"+pm, 500, pm, "automatic", "pay_"+pm))
+		if err != nil {
+			require.Equal(t, http.StatusPaymentRequired, stripeErrOf(t, err).HTTPStatusCode, pm)
+		}
+	}
+	require.Equal(t, int64(4), b.stats().Charges)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	sdk "github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/form"
@@ -131,7 +132,48 @@ func (c *Client) chargeRefused(ctx context.Context, req provider.ChargeRequest, 
 	if ce.Retry == nil {
 		ce.Retry = boolp(false)
 	}
+	if rejection(se) {
+		// Stripe refused the request itself (an unknown payment method:
+		// resource_missing): read back whether a PaymentIntent of ours
+		// exists all the same. One that does decides; none is a rejection
+		// (Resilient and the service decide whether it proves nothing
+		// was made); a read-back that fails proves nothing.
+		found, ferr := c.FindCharge(ctx, provider.Lookup{Reference: req.Reference, Since: time.Now().Add(-lookupSlack)})
+		switch {
+		case ferr == nil:
+			want := provider.ChargeSucceeded
+			if req.Manual {
+				want = provider.ChargeAuthorized
+			}
+			full, rerr := c.retrieve(ctx, found.ID)
+			if rerr != nil {
+				return provider.Charge{}, ce
+			}
+			return c.charged(ctx, req, full, want)
+		case errors.Is(ferr, provider.ErrNotFound):
+			code := failureCode(se, codeInvalidRequest)
+			ch := provider.Charge{Amount: req.Amount, Currency: req.Currency, Reference: req.Reference, Status: provider.ChargeFailed,
+				PaymentMethod: req.PaymentMethod, FailureCode: code}
+			rej := declined(ch, code).(*provider.CallError)
+			rej.Status, rej.Rejected, rej.Err = se.HTTPStatusCode, true, se
+			return provider.Charge{}, rej
+		}
+	}
 	return provider.Charge{}, ce
+}
+
+// codeInvalidRequest is the failure code of a request Stripe refused
+// without a code of its own.
+const codeInvalidRequest = "invalid_request"
+
+// rejection reports whether se is Stripe refusing the request itself: a
+// 400 or 404 invalid_request_error (an idempotency_error is of another
+// type) that Stripe does not say to retry.
+func rejection(se *sdk.Error) bool {
+	if se.Type != sdk.ErrorTypeInvalidRequest || (se.HTTPStatusCode != http.StatusBadRequest && se.HTTPStatusCode != http.StatusNotFound) {
+		return false
+	}
+	return se.LastResponse == nil || se.LastResponse.Header.Get("Stripe-Should-Retry") != "true"
 }
 
 // GetCharge reads a PaymentIntent by id, with its latest charge.
@@ -215,11 +257,17 @@ func (c *Client) listPage(ctx context.Context, op string, q provider.ListQuery) 
 	if q.After != "" {
 		p.StartingAfter = sdk.String(q.After)
 	}
-	list, _, err := call(ctx, op, func(ctx context.Context) (*sdk.PaymentIntentList, error) {
+	list, se, err := call(ctx, op, func(ctx context.Context) (*sdk.PaymentIntentList, error) {
 		var list sdk.PaymentIntentList
 		return &list, c.get(ctx, "/v1/payment_intents", p, &list)
 	})
 	if err != nil {
+		var ce *provider.CallError
+		if errors.As(err, &ce) && errors.Is(err, provider.ErrNotFound) {
+			// A list is never "not found": a 404 here proves nothing
+			// about the PaymentIntents (FindCharge says not found itself).
+			ce.Err = se
+		}
 		return piPage{}, err
 	}
 	if list.HasMore && len(list.Data) == 0 {
@@ -270,11 +318,13 @@ func (c *Client) PostRefund(ctx context.Context, req provider.RefundRequest) (pr
 		return c.sc.V1Refunds.Create(ctx, p)
 	})
 	if err != nil {
-		if se != nil && se.HTTPStatusCode == http.StatusBadRequest && provider.IsRefundRefusal(string(se.Code)) {
-			err.(*provider.CallError).Kind = provider.KindDeclined
-		}
-		return provider.Refund{}, err
+		return c.refundRefused(ctx, req, se, err)
 	}
+	return refundAnswered(req, re)
+}
+
+// refundAnswered decides the Refund Stripe answered for req.
+func refundAnswered(req provider.RefundRequest, re *sdk.Refund) (provider.Refund, error) {
 	out := refund(re, req.ChargeID)
 	if out.ID == "" || (req.Amount > 0 && out.Amount != req.Amount) || (req.Reference != "" && out.Reference != req.Reference) {
 		return provider.Refund{}, bad(provider.OpRefund, "answer without our refund of our PaymentIntent")
@@ -284,6 +334,43 @@ func (c *Client) PostRefund(ctx context.Context, req provider.RefundRequest) (pr
 			Code: "provider_refund_failed"}
 	}
 	return out, nil
+}
+
+// refundRefused decides a refund's error answer. A 400 is decided by
+// reading the PaymentIntent's refunds back (metadata[psvc_refund]): a
+// refund of ours found is the answer; none found makes a refusal code that
+// proves nothing was refunded (amount_too_large, charge_already_refunded…)
+// a decline, and any other invalid_request_error a rejection (Resilient
+// and the service decide whether it proves nothing was made). Anything
+// else, or a read-back that fails, stays as it is.
+func (c *Client) refundRefused(ctx context.Context, req provider.RefundRequest, se *sdk.Error, err error) (provider.Refund, error) {
+	ce, ok := err.(*provider.CallError)
+	if se == nil || !ok || se.HTTPStatusCode != http.StatusBadRequest || !rejection(se) {
+		return provider.Refund{}, err
+	}
+	var found provider.Refund
+	ferr := provider.ErrNotFound
+	if req.Reference != "" {
+		found, ferr = c.FindRefund(ctx, provider.Lookup{ChargeID: req.ChargeID, Reference: req.Reference})
+	}
+	switch {
+	case ferr == nil:
+		if found.Status != provider.RefundSucceeded {
+			return provider.Refund{}, &provider.CallError{Op: provider.OpRefund, Kind: provider.KindDeclined, Sent: true, Status: http.StatusOK,
+				Code: "provider_refund_failed"}
+		}
+		if req.Amount > 0 && found.Amount != req.Amount {
+			return provider.Refund{}, bad(provider.OpRefund, "refund "+found.ID+" of "+req.Reference+" is of another amount")
+		}
+		return found, nil
+	case !errors.Is(ferr, provider.ErrNotFound):
+		return provider.Refund{}, err
+	}
+	ce.Kind = provider.KindDeclined
+	if !provider.IsRefundRefusal(string(se.Code)) {
+		ce.Code, ce.Rejected = failureCode(se, codeInvalidRequest), true
+	}
+	return provider.Refund{}, ce
 }
 
 // refund maps a Stripe Refund; pending counts as succeeded (Stripe accepted

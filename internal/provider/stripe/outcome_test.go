@@ -147,6 +147,7 @@ func TestManualChargeIsAuthorizedWithCaptureBefore(t *testing.T) {
 func TestChargeOutcomes(t *testing.T) {
 	t.Parallel()
 	succeeded := answer{status: 200, body: pi("succeeded", nil)}
+	emptyList := answer{status: 200, body: map[string]any{"object": "list", "has_more": false, "data": []any{pi("succeeded", map[string]any{"id": "pi_0", "metadata": map[string]string{}})}}}
 	tests := []struct {
 		name    string
 		script  map[string][]answer
@@ -175,8 +176,25 @@ func TestChargeOutcomes(t *testing.T) {
 			createPath:                     {{status: 400, body: stripeErr("invalid_request_error", "payment_intent_unexpected_state", "", pi("succeeded", nil))}},
 			"GET /v1/payment_intents/pi_1": {succeeded}},
 			provider.Succeeded, "", 1},
-		{"other 400 is not a proof: unknown", map[string][]answer{createPath: {{status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}}},
+		{"other 400 whose read-back fails is unknown", map[string][]answer{createPath: {{status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}}},
 			provider.Unknown, "", 1},
+		{"400 with nothing of ours read back is a rejection with its code", map[string][]answer{
+			createPath:                {{status: 400, body: stripeErr("invalid_request_error", "resource_missing", "", nil)}},
+			"GET /v1/payment_intents": {emptyList}},
+			provider.Declined, "resource_missing", 1},
+		{"404 without a code is a rejection: invalid_request", map[string][]answer{
+			createPath:                {{status: 404, body: stripeErr("invalid_request_error", "", "", nil)}},
+			"GET /v1/payment_intents": {emptyList}},
+			provider.Declined, "invalid_request", 1},
+		{"400 after an ambiguous try is unknown", map[string][]answer{
+			createPath:                {{status: 500, body: stripeErr("api_error", "", "", nil)}, {status: 400, body: stripeErr("invalid_request_error", "resource_missing", "", nil)}},
+			"GET /v1/payment_intents": {emptyList}},
+			provider.Unknown, "", 2},
+		{"400 while our PaymentIntent reads back succeeded is succeeded", map[string][]answer{
+			createPath:                     {{status: 400, body: stripeErr("invalid_request_error", "resource_missing", "", nil)}},
+			"GET /v1/payment_intents":      {{status: 200, body: map[string]any{"object": "list", "has_more": false, "data": []any{pi("succeeded", nil)}}}},
+			"GET /v1/payment_intents/pi_1": {succeeded}},
+			provider.Succeeded, "", 1},
 		{"Stripe-Should-Retry false stops a 500", map[string][]answer{createPath: {{status: 500, header: map[string]string{"Stripe-Should-Retry": "false"}, body: stripeErr("api_error", "", "", nil)}}},
 			provider.Unknown, "", 1},
 		{"Stripe-Should-Retry true retries a 400", map[string][]answer{createPath: {{status: 400, header: map[string]string{"Stripe-Should-Retry": "true"}, body: stripeErr("invalid_request_error", "lock_timeout", "", nil)}, succeeded}},
@@ -197,6 +215,11 @@ func TestChargeOutcomes(t *testing.T) {
 			case provider.Declined:
 				require.Equal(t, tt.code, res.DeclineCode)
 				require.Equal(t, provider.ChargeFailed, res.Charge.Status)
+				rejected := tt.code == "resource_missing" || tt.code == "invalid_request"
+				require.Equal(t, rejected, res.Rejected, "only a refused request is a rejection")
+				if rejected {
+					require.Empty(t, res.Charge.ID)
+				}
 			case provider.Unknown:
 				require.Equal(t, tt.code, res.Anomaly)
 			}
@@ -268,4 +291,66 @@ func TestListMarksForeignPaymentIntents(t *testing.T) {
 	require.True(t, page.Data[1].Foreign)
 	require.Equal(t, "50", f.requests()[0].form.Get("limit"))
 	require.Equal(t, "1700086400", f.requests()[0].form.Get("created[lt]"))
+}
+
+func TestRefundBadRequestIsDecidedByReadingRefundsBack(t *testing.T) {
+	t.Parallel()
+	const refundPath = "POST /v1/refunds"
+	ours := map[string]any{"id": "re_1", "object": "refund", "amount": 400, "status": "succeeded", "payment_intent": "pi_1",
+		"metadata": map[string]string{"psvc_refund": "rf_1"}}
+	other := map[string]any{"id": "re_0", "object": "refund", "amount": 100, "status": "succeeded", "payment_intent": "pi_1",
+		"metadata": map[string]string{"psvc_refund": "rf_0"}}
+	list := func(data ...any) answer {
+		return answer{status: 200, body: map[string]any{"object": "list", "has_more": false, "data": data}}
+	}
+	tests := []struct {
+		name     string
+		script   map[string][]answer
+		outcome  provider.Outcome
+		code     string
+		rejected bool
+		tries    int
+	}{
+		{"amount_too_large with no refund of ours is declined", map[string][]answer{
+			refundPath: {{status: 400, body: stripeErr("invalid_request_error", "amount_too_large", "", nil)}}, "GET /v1/refunds": {list(other)}},
+			provider.Declined, "amount_too_large", false, 1},
+		{"another 400 with no refund of ours is a rejection", map[string][]answer{
+			refundPath: {{status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}}, "GET /v1/refunds": {list()}},
+			provider.Declined, "parameter_invalid_integer", true, 1},
+		{"a 400 while our refund reads back is succeeded", map[string][]answer{
+			refundPath: {{status: 400, body: stripeErr("invalid_request_error", "charge_already_refunded", "", nil)}}, "GET /v1/refunds": {list(other, ours)}},
+			provider.Succeeded, "", false, 1},
+		{"a rejection after an ambiguous try is unknown", map[string][]answer{
+			refundPath:        {{status: 503, body: stripeErr("api_error", "", "", nil)}, {status: 400, body: stripeErr("invalid_request_error", "parameter_invalid_integer", "", nil)}},
+			"GET /v1/refunds": {list()}},
+			provider.Unknown, "", false, 2},
+		{"a 400 whose read-back fails is unknown", map[string][]answer{
+			refundPath: {{status: 400, body: stripeErr("invalid_request_error", "amount_too_large", "", nil)}}, "GET /v1/refunds": {{status: 500, body: stripeErr("api_error", "", "", nil)}}},
+			provider.Unknown, "", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, tt.script)
+			res := resilient(f.srvURL).CreateRefund(t.Context(), provider.RefundRequest{ChargeID: "pi_1", Amount: 400, Reference: "rf_1", IdempotencyKey: "psvc_rf_1"})
+			require.Equal(t, tt.outcome, res.Outcome, "%v", res.Err)
+			require.Equal(t, tt.tries, res.Tries)
+			require.Equal(t, tt.code, res.DeclineCode)
+			require.Equal(t, tt.rejected, res.Rejected)
+			if tt.outcome == provider.Succeeded {
+				require.Equal(t, "re_1", res.Refund.ID)
+			}
+			posts := 0
+			for _, r := range f.requests() {
+				if r.method == http.MethodPost {
+					posts++
+					require.Equal(t, "psvc_rf_1", r.key)
+				}
+				if r.method == http.MethodGet {
+					require.Equal(t, "pi_1", r.form.Get("payment_intent"))
+				}
+			}
+			require.Equal(t, tt.tries, posts)
+		})
+	}
 }
