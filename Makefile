@@ -14,9 +14,19 @@ build:
 run: build
 	./scripts/run.sh
 
-## test: every test, with the race detector, against the real PostgreSQL and NATS
+## test: every test, with the race detector, against the real PostgreSQL and
+## NATS; then the e2e suite again on the Stripe connector against the
+## simulator's Stripe face (E2E_PROVIDER_TYPE=stripe), but for E2E_SIM_ONLY
 test:
 	$(GO) test $(TEST_FLAGS) ./...
+	E2E_PROVIDER_TYPE=stripe $(GO) test $(TEST_FLAGS) -skip '$(E2E_SIM_ONLY)' ./e2e/
+
+# The e2e tests that sign and post events in the simulator's own webhook
+# format, or call the simulator's own API, themselves: on the Stripe face
+# those requests are not Stripe's. Their Stripe counterparts are in
+# internal/webhook/stripe_test.go, internal/providersim/stripe_test.go and
+# internal/provider/stripe.
+E2E_SIM_ONLY := ^(TestLogsHoldNoSecrets|TestTracingExportsRequestSpansOverOTLP|TestWebhooksPerProvider|TestAmbiguousPinsThePayment|TestOpenAPIMatchesRealTraffic|TestMetricsCountWhatHappened|TestRequestLogLines|TestDatabaseOutageAnswers503|TestSettleVoidsAnOrphanAuthorization|TestDatabasePartition)$$
 
 ## test-short: the quick tests (no race detector, -short): the e2e package, the
 ## demo and the tests that run NATS servers or seed big tables skip themselves
