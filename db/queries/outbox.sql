@@ -70,7 +70,8 @@ FROM outbox
 WHERE published_at IS NULL;
 
 -- OutboxListen subscribes the session to the wake-ups that OutboxNotify
--- (attempts.sql) sends when a transaction writing outbox rows commits.
+-- sends when a transaction writing outbox rows through outbox.Enqueue
+-- commits, and that outbox.Notify sends for a pod without a relay.
 -- name: OutboxListen :exec
 LISTEN outbox;
 
@@ -94,8 +95,11 @@ WHERE id IN (
 -- moved the payment into status (the payment's row version is this
 -- transaction's: xmin), and its payload is payload_head || the time it set
 -- as updated_at (now(), to the second) || payload_tail, so the event
--- carries the payment's updated_at as committed. It wakes the
--- relays for the row it inserts and returns how many (0 or 1).
+-- carries the payment's updated_at as committed. It returns how many rows
+-- it inserted (0 or 1). It sends no NOTIFY: each notifying commit takes a
+-- cluster-wide lock that serialises every other one, and this is the
+-- create path's commit; the caller wakes its own relay after the commit
+-- instead (outbox.Wakeup).
 -- name: OutboxInsertMoved :one
 WITH ins AS (
     INSERT INTO outbox (id, type, subject, subject_id, payment_id, payload, traceparent)
@@ -109,7 +113,7 @@ WITH ins AS (
     ON CONFLICT (subject_id, type) DO NOTHING
     RETURNING 1
 )
-SELECT count(*) FROM (SELECT pg_notify('outbox', '') FROM ins) AS notified;
+SELECT count(*) FROM ins;
 
 -- OutboxListByPayment is every event written for a payment and its refunds,
 -- oldest first, with whether it was published (the console's payment page).

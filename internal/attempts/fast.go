@@ -21,6 +21,10 @@ import (
 type Queued struct {
 	Attempt Attempt
 	OK      bool // the statement inserted or moved the attempt
+	// Event: with the move, an event was queued for the outbox, which
+	// sends no NOTIFY; once it committed, the caller wakes its relay
+	// (outbox.Wakeup).
+	Event bool
 }
 
 // QueueInsertCalling queues the insert of n's attempt directly in PENDING at
@@ -89,8 +93,8 @@ func StampedPayment(a Attempt, c Change, withTenant bool) (db.Stamped, error) {
 
 // QueueFinish queues the transition of a from its status to c.To, only while
 // the request still holds its key (owner lock: tenant, key, token), with its
-// audit row, and its event if c.To has one (with ctx's traceparent): the
-// transition's one round trip. Queued.OK is false when nothing moved (the key
+// audit row, and its event if c.To has one (with ctx's traceparent, and no
+// NOTIFY: see Queued.Event): the transition's one round trip. Queued.OK is false when nothing moved (the key
 // was taken over, or another path moved the attempt first); then nothing
 // else is written.
 func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenantID, key string, token int64) (*Queued, error) {
@@ -116,6 +120,7 @@ func QueueFinish(ctx context.Context, p *db.Pipeline, a Attempt, c Change, tenan
 	if typ == "" {
 		return q, nil
 	}
+	q.Event = true
 	ev := outbox.Event{Type: typ, SubjectID: a.ID, PaymentID: a.ID}
 	return q, outbox.QueueEnqueueMoved(ctx, p, ev, event, string(c.To))
 }

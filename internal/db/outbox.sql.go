@@ -155,7 +155,7 @@ WITH ins AS (
     ON CONFLICT (subject_id, type) DO NOTHING
     RETURNING 1
 )
-SELECT count(*) FROM (SELECT pg_notify('outbox', '') FROM ins) AS notified
+SELECT count(*) FROM ins
 `
 
 type OutboxInsertMovedParams struct {
@@ -174,8 +174,11 @@ type OutboxInsertMovedParams struct {
 // moved the payment into status (the payment's row version is this
 // transaction's: xmin), and its payload is payload_head || the time it set
 // as updated_at (now(), to the second) || payload_tail, so the event
-// carries the payment's updated_at as committed. It wakes the
-// relays for the row it inserts and returns how many (0 or 1).
+// carries the payment's updated_at as committed. It returns how many rows
+// it inserted (0 or 1). It sends no NOTIFY: each notifying commit takes a
+// cluster-wide lock that serialises every other one, and this is the
+// create path's commit; the caller wakes its own relay after the commit
+// instead (outbox.Wakeup).
 func (q *Queries) OutboxInsertMoved(ctx context.Context, db DBTX, arg OutboxInsertMovedParams) (int64, error) {
 	row := db.QueryRow(ctx, outboxInsertMoved,
 		arg.ID,
@@ -246,7 +249,8 @@ LISTEN outbox
 `
 
 // OutboxListen subscribes the session to the wake-ups that OutboxNotify
-// (attempts.sql) sends when a transaction writing outbox rows commits.
+// sends when a transaction writing outbox rows through outbox.Enqueue
+// commits, and that outbox.Notify sends for a pod without a relay.
 func (q *Queries) OutboxListen(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, outboxListen)
 	return err

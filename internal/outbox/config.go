@@ -98,6 +98,10 @@ type Config struct {
 	// transaction that marks them published (the merchant webhooks'
 	// deliveries, internal/delivery); nil: nothing is.
 	Fanout Fanout
+	// Wakeup, if set, is this process's own wake-up (see Wakeup): signalled
+	// after a commit that wrote outbox rows without a NOTIFY (the create
+	// path's). nil: only NOTIFYs and the poll wake the relay.
+	Wakeup Wakeup
 
 	// hooks are test signals; the zero value does nothing.
 	hooks hooks

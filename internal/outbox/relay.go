@@ -132,7 +132,8 @@ type loop struct {
 }
 
 // once runs one iteration and returns how long to wait before the next and
-// whether a NOTIFY may cut that wait short (not while backing off).
+// whether a NOTIFY or a Wakeup may cut that wait short (not while backing
+// off).
 func (l *loop) once(ctx context.Context) (time.Duration, bool) {
 	cfg := l.r.cfg
 	// At most once per PollInterval: Stats counts the whole backlog, which a
@@ -185,14 +186,15 @@ func (l *loop) wait(ctx context.Context, d time.Duration, onNotify bool) {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	var wake <-chan struct{} // nil: a NOTIFY does not end this wait
+	var wake, local <-chan struct{} // nil: a NOTIFY or a Wakeup does not end this wait
 	if onNotify {
-		wake = l.wake
+		wake, local = l.wake, l.r.cfg.Wakeup
 	}
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-wake:
+	case <-local:
 	case <-l.connected:
 	case <-l.dbUp:
 	}

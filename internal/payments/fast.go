@@ -139,6 +139,9 @@ func (k charges) finishFast(ctx context.Context, lock idempotency.Lock, pending 
 	if !moved.OK {
 		return Reply{}, false, nil
 	}
+	if moved.Event {
+		k.s.wakeup.Signal()
+	}
 	if !key.OK {
 		// The move held the key row with the same token, so this is not
 		// expected; finish completes the key from the committed move.

@@ -1,6 +1,7 @@
 package payments_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acme/paymentsvc/internal/attempts"
+	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/providersim"
 	"github.com/acme/paymentsvc/internal/testdb"
 )
@@ -18,7 +20,8 @@ import (
 // what the transaction-per-step path commits: the audited path CREATED →
 // PENDING → outcome, with its reasons; for a final outcome one event whose
 // data is the payment as committed (updated_at included, which the
-// database stamps) with its tenant, and the answer stored on the key byte
+// database stamps) with its tenant, and no NOTIFY but a signal of the pod's
+// outbox.Wakeup after the commit, and the answer stored on the key byte
 // for byte, which a retry replays; for UNKNOWN no event and a released key.
 func TestFastPathCommitsWhatTheGeneralPathCommits(t *testing.T) {
 	t.Parallel()
@@ -46,9 +49,20 @@ func TestFastPathCommitsWhatTheGeneralPathCommits(t *testing.T) {
 			b.sim.SetFaults(t, tc.faults)
 			in := b.input("key-fast-"+tc.name, "order-fast-"+tc.name)
 			in.PaymentMethod, in.CaptureMethod = tc.method, tc.capture
+			wakeup := outbox.NewWakeup()
+			b.svc.UseOutboxWakeup(wakeup)
 
 			r, err := b.svc.Create(b.ctx, in)
 			require.NoError(t, err)
+			// The commit sent no NOTIFY: the pod's relay is woken only
+			// through its Wakeup, signalled before the answer.
+			woken := false
+			select {
+			case <-wakeup:
+				woken = true
+			default:
+			}
+			require.Equal(t, tc.event != "", woken, "the relay is woken exactly when an event was written")
 			require.Equal(t, tc.code, r.Code, "%s", r.Body)
 			require.False(t, r.Replayed)
 			p := payment(t, r)
@@ -105,4 +119,32 @@ func TestFastPathCommitsWhatTheGeneralPathCommits(t *testing.T) {
 func (b *bundle) reasons(id string) []string {
 	b.t.Helper()
 	return testdb.Strings[string](b.ctx, b.t, b.pool, `SELECT reason FROM payment_attempt_events WHERE attempt_id = $1 ORDER BY id`, id)
+}
+
+// TestFastPathCommitSendsNoNotify listens on channel outbox while a payment
+// succeeds on the create path, then notifies a marker: notifications arrive
+// in commit order, so the marker comes first exactly when the payment's
+// commit (which wrote its event) sent none. A NOTIFY per commit would
+// serialise the create path's commits cluster-wide (outbox.Wakeup).
+func TestFastPathCommitSendsNoNotify(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(b.ctx, "LISTEN outbox")
+	require.NoError(t, err)
+
+	r, err := b.svc.Create(b.ctx, b.input("key-no-notify", "order-no-notify"))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+	require.Equal(t, 1, b.count(`SELECT count(*) FROM outbox WHERE payment_id = $1`, r.PaymentID))
+	_, err = b.pool.Exec(b.ctx, "SELECT pg_notify('outbox', 'marker')")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	n, err := conn.Conn().WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "marker", n.Payload, "the payment's commit sent a NOTIFY of its own before the marker")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/acme/paymentsvc/internal/failpoint"
 	"github.com/acme/paymentsvc/internal/idempotency"
 	"github.com/acme/paymentsvc/internal/metrics"
+	"github.com/acme/paymentsvc/internal/outbox"
 	"github.com/acme/paymentsvc/internal/provider"
 	"github.com/acme/paymentsvc/internal/routing"
 )
@@ -92,11 +93,19 @@ type Service struct {
 	cfg       Config
 	log       *slog.Logger
 	replays   *idempotency.ReplayCache // nil: off
+	wakeup    outbox.Wakeup            // nil: none
 }
 
 // UseReplayCache makes creates answer completed keys from c before any SQL
 // (nil: off, the default). Set it before the first request.
 func (s *Service) UseReplayCache(c *idempotency.ReplayCache) { s.replays = c }
+
+// UseOutboxWakeup makes the create path signal w after each commit that
+// wrote an event, which sends no NOTIFY (see outbox.Wakeup); give the same
+// w to this process's relay, or to outbox.Notify when it runs none. nil
+// (the default): those events wait for a relay's poll. Set it before the
+// first request.
+func (s *Service) UseOutboxWakeup(w outbox.Wakeup) { s.wakeup = w }
 
 // NewService returns a Service with one provider; cfg must be valid. A nil
 // log discards.

@@ -111,6 +111,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer a.Close()
 	pool := a.Pool
 	a.Payments.UseReplayCache(idempotency.NewReplayCache(int64(cfg.ReplayCacheBytes)))
+	// The create path's commits send no NOTIFY: they wake this pod's relay
+	// (or, without one, a debounced NOTIFY reaches the others').
+	wakeup := outbox.NewWakeup()
+	a.Payments.UseOutboxWakeup(wakeup)
 	defer metrics.RegisterBacklog(a.Backlog, log)()
 	defer metrics.RegisterPool(pool.ConnectionStats)()
 	draining := new(atomic.Bool)
@@ -168,6 +172,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.OutboxRelay {
 		relay, err := outbox.NewRelay(pool, outbox.Config{
 			NATSURL: cfg.NATSURL, StreamReplicas: cfg.StreamReplicas, Logger: log, Fanout: delivery.NewFanout(log),
+			Wakeup: wakeup,
 		})
 		if err != nil {
 			return err
@@ -177,6 +182,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 				log.Error("outbox relay stopped", "err", err)
 			}
 		})
+	} else {
+		wg.Go(func() { outbox.Notify(bg, pool, wakeup, outbox.DefaultNotifyInterval, log) })
 	}
 	wg.Go(func() { delivery.RefreshGauges(bg, pool, 10*time.Second, log) })
 	if cfg.MerchantWebhooks {
