@@ -14,6 +14,7 @@ const (
 	DefaultNATSURL        = "nats://127.0.0.1:4222"
 	DefaultBatchSize      = 100
 	DefaultPollInterval   = time.Second
+	DefaultWakeInterval   = 50 * time.Millisecond
 	DefaultStream         = "PAYMENTS"
 	DefaultStreamSubjects = "payments.>"
 	DefaultSource         = "paymentsvc"
@@ -47,6 +48,13 @@ type Config struct {
 	// woke it: the fallback for lost notifications and for retries whose
 	// backoff expired.
 	PollInterval time.Duration
+	// WakeInterval is the least time from the start of one batch to the
+	// start of a batch that a wake-up (a NOTIFY, a Wakeup) starts: an
+	// event written after a quiet spell is claimed at once, but under load
+	// the rows of many commits go in one batch instead of a batch each,
+	// whose claim, mark and commit would cost the database more than the
+	// rows themselves. At most PollInterval.
+	WakeInterval time.Duration
 	// Stream is the JetStream stream the relay creates if missing.
 	Stream string
 	// StreamReplicas is how many servers of a JetStream cluster keep a copy
@@ -124,6 +132,9 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
+	if c.WakeInterval == 0 {
+		c.WakeInterval = min(DefaultWakeInterval, c.PollInterval)
+	}
 	if c.Stream == "" {
 		c.Stream = DefaultStream
 	}
@@ -170,6 +181,9 @@ func (c Config) validate() error {
 	}
 	if c.PollInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("PollInterval %s below 10ms", c.PollInterval))
+	}
+	if c.WakeInterval < 0 || c.WakeInterval > c.PollInterval {
+		errs = append(errs, fmt.Errorf("WakeInterval %s not in [0, PollInterval %s]", c.WakeInterval, c.PollInterval))
 	}
 	if c.PublishTimeout <= 0 || c.BatchTimeout <= c.PublishTimeout {
 		// The marks must still fit in the transaction after the PubAck wait.

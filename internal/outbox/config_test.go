@@ -13,6 +13,8 @@ func TestConfigDefaults(t *testing.T) {
 	require.NoError(t, c.validate(), "defaults")
 	require.Equal(t, 100, c.BatchSize)
 	require.Equal(t, time.Second, c.PollInterval)
+	require.Equal(t, 50*time.Millisecond, c.WakeInterval)
+	require.Equal(t, 20*time.Millisecond, Config{PollInterval: 20 * time.Millisecond}.withDefaults().WakeInterval, "at most the poll")
 	require.Equal(t, "PAYMENTS", c.Stream)
 	require.Equal(t, "", c.SubjectPrefix)
 	require.Equal(t, "paymentsvc", c.Source)
@@ -33,6 +35,8 @@ func TestConfigValidate(t *testing.T) {
 		"batch too big":        {func(c *Config) { c.BatchSize = MaxBatchSize + 1 }, "BatchSize"},
 		"negative batch":       {func(c *Config) { c.BatchSize = -1 }, "BatchSize"},
 		"tiny poll":            {func(c *Config) { c.PollInterval = time.Millisecond }, "PollInterval"},
+		"wake over poll":       {func(c *Config) { c.WakeInterval = 2 * time.Second }, "WakeInterval"},
+		"negative wake":        {func(c *Config) { c.WakeInterval = -time.Second }, "WakeInterval"},
 		"ack wait over tx":     {func(c *Config) { c.PublishTimeout = time.Minute }, "PublishTimeout"},
 		"backoff inverted":     {func(c *Config) { c.BackoffMax = time.Millisecond }, "BackoffMin"},
 		"wildcard prefix":      {func(c *Config) { c.SubjectPrefix = "t.*." }, "literal"},

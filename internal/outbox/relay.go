@@ -127,7 +127,8 @@ type loop struct {
 	connected   <-chan struct{} // NATS (re)connected
 	dbUp        <-chan struct{} // the LISTEN connection is back after a failure
 	streamReady bool
-	failures    int // consecutive iterations that published nothing because of errors
+	failures    int       // consecutive iterations that published nothing because of errors
+	batchAt     time.Time // when the last iteration started
 	gaugesAt    time.Time
 }
 
@@ -136,6 +137,7 @@ type loop struct {
 // off).
 func (l *loop) once(ctx context.Context) (time.Duration, bool) {
 	cfg := l.r.cfg
+	l.batchAt = time.Now()
 	// At most once per PollInterval: Stats counts the whole backlog, which a
 	// relay draining full batches back to back should not pay per batch.
 	if time.Since(l.gaugesAt) >= cfg.PollInterval {
@@ -194,9 +196,28 @@ func (l *loop) wait(ctx context.Context, d time.Duration, onNotify bool) {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-wake:
+		l.gather(ctx, t.C)
 	case <-local:
+		l.gather(ctx, t.C)
 	case <-l.connected:
 	case <-l.dbUp:
+	}
+}
+
+// gather holds a wake-up back until WakeInterval has passed since the last
+// batch started (or until the poll's own wait ends), so that under load the
+// commits of that interval make one batch.
+func (l *loop) gather(ctx context.Context, poll <-chan time.Time) {
+	rest := l.r.cfg.WakeInterval - time.Since(l.batchAt)
+	if rest <= 0 {
+		return
+	}
+	t := time.NewTimer(rest)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-poll:
 	}
 }
 

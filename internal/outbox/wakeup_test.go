@@ -102,3 +102,42 @@ func waitRan(t testing.TB, ran <-chan struct{}) {
 		t.Fatal("the relay ran no batch within 30s")
 	}
 }
+
+// TestRelayGathersTheWakeUpsOfAnInterval: wake-ups that come within
+// WakeInterval of the last batch's start make one batch, not one each, so
+// that under load the rows of many commits share one claim, mark and commit.
+func TestRelayGathersTheWakeUpsOfAnInterval(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testkit.NATSURL())
+	cfg := b.cfg
+	cfg.PollInterval = time.Hour
+	cfg.WakeInterval = 5 * time.Second // far longer than three inserts take
+	cfg.Wakeup = outbox.NewWakeup()
+	batches := make(chan outbox.BatchResult, 100)
+	cfg = cfg.WithHooks(outbox.Hooks{AfterBatch: func(r outbox.BatchResult) { batches <- r }})
+	runRelay(t, newRelay(t, b.db.Pool, cfg))
+	next := func() outbox.BatchResult {
+		t.Helper()
+		select {
+		case r := <-batches:
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatal("no batch within 30s")
+			return outbox.BatchResult{}
+		}
+	}
+	// Wait for a batch that publishes a row of ours: the interval runs
+	// from its start.
+	next() // the startup batch
+	ids := b.insertSilently(t, 1)
+	cfg.Wakeup.Signal()
+	for next().Published == 0 {
+	}
+	for range 3 {
+		ids = append(ids, b.insertSilently(t, 1)...)
+		cfg.Wakeup.Signal()
+	}
+	require.Equal(t, 3, next().Published, "the three wake-ups of the interval made one batch")
+	waitDrained(t, b.db.Pool, 10*time.Second)
+	requireEachOnce(t, b.js, cfg.Stream, ids)
+}
