@@ -22,6 +22,14 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	t := tenantOf(r.Context())
+	// A retry usually sends the very bytes it sent before: once this pod
+	// has replayed them on this key, they are answered without decoding.
+	sum := idempotency.SumBody(body)
+	if reply, ok := s.Payments.ReplayBody(t.ID, key, sum); ok {
+		s.writeReply(w, r, reply, nil)
+		return
+	}
 	req, err := decodeCreate(body)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -32,8 +40,7 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t := tenantOf(r.Context())
-	req.TenantID, req.IdempotencyKey, req.Fingerprint = t.ID, key, fp
+	req.TenantID, req.IdempotencyKey, req.Fingerprint, req.BodySum = t.ID, key, fp, &sum
 	reply, err := s.Payments.Create(r.Context(), req)
 	s.writeReply(w, r, reply, err)
 }

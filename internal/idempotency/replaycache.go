@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"container/list"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -35,7 +36,8 @@ type cacheKey struct{ tenantID, key string }
 type cached struct {
 	k       cacheKey
 	fp      []byte
-	res     Result // Outcome Replay
+	body    *BodySum // a raw body Answer matched to fp; nil: none yet
+	res     Result   // Outcome Replay
 	expires time.Time
 	size    int64
 }
@@ -53,13 +55,54 @@ func NewReplayCache(maxBytes int64) *ReplayCache {
 	return &ReplayCache{max: maxBytes, now: time.Now, items: map[cacheKey]*list.Element{}}
 }
 
+// BodySum is the SHA-256 of a request's raw body, as sent.
+type BodySum [sha256.Size]byte
+
+// SumBody returns body's BodySum.
+func SumBody(body []byte) BodySum { return sha256.Sum256(body) }
+
 // Answer is what the cache answers a request with fingerprint fp on
 // (tenantID, key): the stored final answer (Replay), or Mismatch for a key
 // used for another request. ok is false on a miss: the database decides.
-// The answer's ResponseBody is shared: it must not be modified.
-func (c *ReplayCache) Answer(tenantID, key string, fp []byte) (res Result, ok bool) {
-	if c == nil {
+// The answer's ResponseBody is shared: it must not be modified. On a
+// Replay, body (if not nil: the sum of the request's raw body) is kept
+// with the entry, for AnswerBody.
+func (c *ReplayCache) Answer(tenantID, key string, fp []byte, body *BodySum) (res Result, ok bool) {
+	e, ok := c.live(tenantID, key, func(e *cached) {
+		if body != nil && bytes.Equal(e.fp, fp) {
+			e.body = body
+		}
+	})
+	if !ok {
 		return Result{}, false
+	}
+	if !bytes.Equal(e.fp, fp) {
+		return Result{Outcome: Mismatch}, true
+	}
+	return e.res, true
+}
+
+// AnswerBody is Answer for a request whose raw body is, byte for byte, the
+// last one Answer replayed on (tenantID, key): the stored answer, with no
+// need to decode the body or compute its fingerprint (the same bytes have
+// the same fingerprint, and were valid). ok is false otherwise, and the
+// caller decodes the body and asks Answer.
+func (c *ReplayCache) AnswerBody(tenantID, key string, body BodySum) (res Result, ok bool) {
+	same := false
+	e, ok := c.live(tenantID, key, func(e *cached) { same = e.body != nil && *e.body == body })
+	if !ok || !same {
+		return Result{}, false
+	}
+	return e.res, true
+}
+
+// live is the unexpired entry of (tenantID, key), made the most recently
+// used, after update (if not nil) ran on it under the lock; it drops an
+// expired one. Only body changes once an entry is stored, under the lock;
+// the other fields may be read without it.
+func (c *ReplayCache) live(tenantID, key string, update func(*cached)) (*cached, bool) {
+	if c == nil {
+		return nil, false
 	}
 	k := cacheKey{tenantID, key}
 	now := c.now()
@@ -67,18 +110,18 @@ func (c *ReplayCache) Answer(tenantID, key string, fp []byte) (res Result, ok bo
 	defer c.mu.Unlock()
 	el, found := c.items[k]
 	if !found {
-		return Result{}, false
+		return nil, false
 	}
 	e := el.Value.(*cached)
 	if !now.Before(e.expires) {
 		c.remove(el)
-		return Result{}, false
+		return nil, false
 	}
 	c.lru.MoveToFront(el)
-	if !bytes.Equal(e.fp, fp) {
-		return Result{Outcome: Mismatch}, true
+	if update != nil {
+		update(e)
 	}
-	return e.res, true
+	return e, true
 }
 
 // Remember keeps the key pk read, if it holds a final answer, until its
@@ -98,7 +141,7 @@ func (c *ReplayCache) Remember(pk *Peek, sent time.Time) {
 		},
 		expires: sent.Add(time.Duration(row.ExpiresInMs) * time.Millisecond),
 	}
-	e.size = int64(entryOverhead + 2*(len(e.k.tenantID)+len(e.k.key)) + len(e.fp) + len(e.res.ResponseBody) +
+	e.size = int64(entryOverhead + sha256.Size + 2*(len(e.k.tenantID)+len(e.k.key)) + len(e.fp) + len(e.res.ResponseBody) +
 		len(e.res.AttemptID) + len(e.res.RefundID) + len(e.res.CaptureID))
 	if e.size > c.max {
 		return

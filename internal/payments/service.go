@@ -107,6 +107,20 @@ func (s *Service) UseReplayCache(c *idempotency.ReplayCache) { s.replays = c }
 // first request.
 func (s *Service) UseOutboxWakeup(w outbox.Wakeup) { s.wakeup = w }
 
+// ReplayBody answers a create on (tenantID, key) whose raw body has sum
+// body, when this pod's replay cache replayed the same bytes on that key
+// before: the stored answer, before the body is decoded or fingerprinted
+// (the same bytes have the same fingerprint, and were valid). ok is false
+// otherwise: decode the body and Create, as always.
+func (s *Service) ReplayBody(tenantID, key string, body idempotency.BodySum) (Reply, bool) {
+	res, ok := s.replays.AnswerBody(tenantID, key, body)
+	if !ok {
+		return Reply{}, false
+	}
+	reply, _, _ := keyAnswer(res, res.AttemptID) // a Replay: never an error
+	return reply, true
+}
+
 // NewService returns a Service with one provider; cfg must be valid. A nil
 // log discards.
 func NewService(pool *db.Pool, p Provider, cfg Config, log *slog.Logger) (*Service, error) {
@@ -182,12 +196,16 @@ type CreateInput struct {
 	TenantID       string
 	IdempotencyKey string
 	Fingerprint    []byte
-	OrderID        string
-	Amount         int64
-	Currency       string
-	PaymentMethod  string
-	Description    *string
-	Metadata       map[string]string
+	// BodySum, if set, is the sum of the raw body Fingerprint is of: a
+	// replay answered from the replay cache keeps it, so that the same
+	// bytes sent again are answered before they are decoded (ReplayBody).
+	BodySum       *idempotency.BodySum
+	OrderID       string
+	Amount        int64
+	Currency      string
+	PaymentMethod string
+	Description   *string
+	Metadata      map[string]string
 	// CaptureMethod is attempts.CaptureAutomatic (also when empty) or
 	// attempts.CaptureManual (only authorize; capture later).
 	CaptureMethod string
