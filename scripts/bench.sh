@@ -227,7 +227,11 @@ tenant=$(DATABASE_URL="$DBURL" "$BIN/paymentsvc" tenant create --name bench 2>>"
 key=$(printf '%s' "$tenant" | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "bench: no tenant key" >&2; exit 1; }
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $("${PSQL[@]}" -Atd "$DBNAME" -c 'SHOW server_version') (private cluster), $(date -u '+%Y-%m-%d %H:%M UTC'), $CLIENTS clients, ${SECONDS_RUN}s per run, binaries $BIN ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))" >"$OUT/machine.txt"
+# Which commit the binaries are of: this checkout's for bin, built here;
+# BENCH_BIN's are not known to this script.
+built="built from $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+[ "$BIN" = bin ] || built="given by BENCH_BIN"
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $("${PSQL[@]}" -Atd "$DBNAME" -c 'SHOW server_version') (private cluster), $(date -u '+%Y-%m-%d %H:%M UTC'), $CLIENTS clients, ${SECONDS_RUN}s per run, binaries $BIN ($built)" >"$OUT/machine.txt"
 
 # ref_run NAME: pgbench on bench/reference/NAME.sql
 ref_run() {
