@@ -68,6 +68,7 @@ func TestPartialCaptureSentTwice(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", testid(t, second.body, "payment-status"))
 	require.Equal(t, 1, count(second.body, "capture-row"))
 	require.Equal(t, "600 USD", testid(t, second.body, "capture-amount"))
+	require.Contains(t, second.body, "captured 6.00 USD")
 	require.NotContains(t, second.body, ">Capture</button>")
 	require.NotContains(t, second.body, ">Void</button>")
 	require.Contains(t, second.body, ">Refund</button>", "600 captured, refundable")

@@ -75,6 +75,8 @@ func TestPaymentPageShowsItsWholeStory(t *testing.T) {
 	page := a.get("/console/payments/" + p.ID)
 	require.Equal(t, "SUCCEEDED", testid(t, page.body, "payment-status"))
 	require.Equal(t, "1250", testid(t, page.body, "payment-amount"))
+	require.Contains(t, page.body, "<strong>12.50 USD</strong>", "the amount in the currency's major unit too")
+	require.Contains(t, page.body, "refundable now: 12.50 USD")
 	require.Equal(t, p.OrderID, testid(t, page.body, "payment-order-id"))
 	require.Equal(t, "two coffees", testid(t, page.body, "payment-description"))
 	require.Contains(t, page.body, "<td>cart</td><td>c-9</td>")

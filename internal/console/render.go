@@ -40,6 +40,7 @@ var funcs = template.FuncMap{
 	// formKey mints the idempotency key of a form as the page is
 	// rendered: the same form sent twice carries the same key.
 	"formKey":     func() string { return rand.Text() },
+	"major":       major,
 	"voidReasons": func() []string { return voidReasons },
 	"when":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"whenp": func(t *time.Time) string {
