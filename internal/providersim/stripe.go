@@ -731,29 +731,54 @@ func newestFirst[T any](items []T, created func(T) int64, id func(T) string) {
 // handleStripeListPIs is GET /v1/payment_intents.
 func (s *Server) handleStripeListPIs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	inRange, err := createdRange(q)
-	if err != nil {
-		writeStripeError(w, err.(*stripeErr))
-		return
-	}
-	limit, after, err := listPage(q)
+	lr, err := parseList(q)
 	if err != nil {
 		writeStripeError(w, err.(*stripeErr))
 		return
 	}
 	unlock := s.lock()
-	all := s.st.sortedCharges(func(c *Charge) bool { return inRange(c.Created) }, 0)
+	all := s.st.sortedCharges(func(c *Charge) bool { return lr.inRange(c.Created) }, 0)
 	unlock()
-	newestFirst(all, func(c Charge) int64 { return c.Created }, func(c Charge) string { return c.ID })
-	got, more, ok := page(all, func(c Charge) string { return c.ID }, limit, after)
+	expand := expands(q, "data.latest_charge")
+	writeList(w, lr, all, "payment_intent", "/v1/payment_intents",
+		func(c Charge) int64 { return c.Created }, func(c Charge) string { return c.ID },
+		func(c Charge) *stripePI { return stripePIOf(c, expand) })
+}
+
+// listRequest is what every list endpoint reads first: the created range
+// and the page.
+type listRequest struct {
+	inRange func(int64) bool
+	limit   int
+	after   string
+}
+
+func parseList(q url.Values) (listRequest, error) {
+	inRange, err := createdRange(q)
+	if err != nil {
+		return listRequest{}, err
+	}
+	limit, after, err := listPage(q)
+	if err != nil {
+		return listRequest{}, err
+	}
+	return listRequest{inRange: inRange, limit: limit, after: after}, nil
+}
+
+// writeList answers the page lr asks for of items (of Stripe's object, at
+// url), newest first, each rendered by render; a starting_after that names
+// no item is Stripe's resource_missing.
+func writeList[T, O any](w http.ResponseWriter, lr listRequest, items []T, object, url string,
+	created func(T) int64, id func(T) string, render func(T) O) {
+	newestFirst(items, created, id)
+	got, more, ok := page(items, id, lr.limit, lr.after)
 	if !ok {
-		writeStripeError(w, noSuch("payment_intent", "starting_after", after))
+		writeStripeError(w, noSuch(object, "starting_after", lr.after))
 		return
 	}
-	expand := expands(q, "data.latest_charge")
-	out := stripeList[*stripePI]{Object: "list", Data: []*stripePI{}, HasMore: more, URL: "/v1/payment_intents"}
-	for _, c := range got {
-		out.Data = append(out.Data, stripePIOf(c, expand))
+	out := stripeList[O]{Object: "list", Data: make([]O, 0, len(got)), HasMore: more, URL: url}
+	for _, it := range got {
+		out.Data = append(out.Data, render(it))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -923,12 +948,7 @@ func (s *Server) handleStripeGetRefund(w http.ResponseWriter, r *http.Request) {
 // created[…], limit, starting_after), newest first.
 func (s *Server) handleStripeListRefunds(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	inRange, err := createdRange(q)
-	if err != nil {
-		writeStripeError(w, err.(*stripeErr))
-		return
-	}
-	limit, after, err := listPage(q)
+	lr, err := parseList(q)
 	if err != nil {
 		writeStripeError(w, err.(*stripeErr))
 		return
@@ -938,17 +958,8 @@ func (s *Server) handleStripeListRefunds(w http.ResponseWriter, r *http.Request)
 		pi = piIDOf(q.Get("charge"))
 	}
 	s.mu.Lock()
-	all := s.st.sortedRefunds(func(re *Refund) bool { return (pi == "" || re.Charge == pi) && inRange(re.Created) })
+	all := s.st.sortedRefunds(func(re *Refund) bool { return (pi == "" || re.Charge == pi) && lr.inRange(re.Created) })
 	s.mu.Unlock()
-	newestFirst(all, func(re Refund) int64 { return re.Created }, func(re Refund) string { return re.ID })
-	got, more, ok := page(all, func(re Refund) string { return re.ID }, limit, after)
-	if !ok {
-		writeStripeError(w, noSuch("refund", "starting_after", after))
-		return
-	}
-	out := stripeList[stripeRefund]{Object: "list", Data: []stripeRefund{}, HasMore: more, URL: "/v1/refunds"}
-	for _, re := range got {
-		out.Data = append(out.Data, stripeRefundOf(re))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, lr, all, "refund", "/v1/refunds",
+		func(re Refund) int64 { return re.Created }, func(re Refund) string { return re.ID }, stripeRefundOf)
 }
