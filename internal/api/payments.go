@@ -25,8 +25,8 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 	t := tenantOf(r.Context())
 	// A retry usually sends the very bytes it sent before: once this pod
 	// has replayed them on this key, they are answered without decoding.
-	sum := idempotency.SumBody(body)
-	if reply, ok := s.Payments.ReplayBody(t.ID, key, sum); ok {
+	reply, sum, ok := s.Payments.ReplayBody(t.ID, key, body)
+	if ok {
 		s.writeReply(w, r, reply, nil)
 		return
 	}
@@ -40,8 +40,8 @@ func (s *server) createPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	req.TenantID, req.IdempotencyKey, req.Fingerprint, req.BodySum = t.ID, key, fp, &sum
-	reply, err := s.Payments.Create(r.Context(), req)
+	req.TenantID, req.IdempotencyKey, req.Fingerprint, req.BodySum = t.ID, key, fp, sum
+	reply, err = s.Payments.Create(r.Context(), req)
 	s.writeReply(w, r, reply, err)
 }
 

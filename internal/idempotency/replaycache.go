@@ -36,8 +36,9 @@ type cacheKey struct{ tenantID, key string }
 type cached struct {
 	k       cacheKey
 	fp      []byte
-	body    *BodySum // a raw body Answer matched to fp; nil: none yet
-	res     Result   // Outcome Replay
+	body    BodySum // a raw body Answer matched to fp, if hasBody
+	hasBody bool
+	res     Result // Outcome Replay
 	expires time.Time
 	size    int64
 }
@@ -70,7 +71,7 @@ func SumBody(body []byte) BodySum { return sha256.Sum256(body) }
 func (c *ReplayCache) Answer(tenantID, key string, fp []byte, body *BodySum) (res Result, ok bool) {
 	e, ok := c.live(tenantID, key, func(e *cached) {
 		if body != nil && bytes.Equal(e.fp, fp) {
-			e.body = body
+			e.body, e.hasBody = *body, true
 		}
 	})
 	if !ok {
@@ -89,7 +90,7 @@ func (c *ReplayCache) Answer(tenantID, key string, fp []byte, body *BodySum) (re
 // caller decodes the body and asks Answer.
 func (c *ReplayCache) AnswerBody(tenantID, key string, body BodySum) (res Result, ok bool) {
 	same := false
-	e, ok := c.live(tenantID, key, func(e *cached) { same = e.body != nil && *e.body == body })
+	e, ok := c.live(tenantID, key, func(e *cached) { same = e.hasBody && e.body == body })
 	if !ok || !same {
 		return Result{}, false
 	}
@@ -105,7 +106,6 @@ func (c *ReplayCache) live(tenantID, key string, update func(*cached)) (*cached,
 		return nil, false
 	}
 	k := cacheKey{tenantID, key}
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, found := c.items[k]
@@ -113,7 +113,7 @@ func (c *ReplayCache) live(tenantID, key string, update func(*cached)) (*cached,
 		return nil, false
 	}
 	e := el.Value.(*cached)
-	if !now.Before(e.expires) {
+	if !c.now().Before(e.expires) {
 		c.remove(el)
 		return nil, false
 	}

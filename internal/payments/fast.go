@@ -40,7 +40,11 @@ import (
 // the request is the general path's.
 func (s *Service) createFast(ctx context.Context, in CreateInput) (reply Reply, done bool, err error) {
 	// A completed key this pod has seen answers from memory, before any SQL.
-	if res, ok := s.replays.Answer(in.TenantID, in.IdempotencyKey, in.Fingerprint, in.BodySum); ok {
+	var sum *idempotency.BodySum
+	if in.BodySum != (idempotency.BodySum{}) {
+		sum = &in.BodySum
+	}
+	if res, ok := s.replays.Answer(in.TenantID, in.IdempotencyKey, in.Fingerprint, sum); ok {
 		reply, _, err := keyAnswer(res, res.AttemptID)
 		return reply, true, err
 	}

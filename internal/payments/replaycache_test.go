@@ -65,19 +65,19 @@ func TestReplayCacheAnswersWithoutTheDatabase(t *testing.T) {
 	require.Equal(t, stored.body, fromDB.Body)
 
 	p.pool.Close()
-	sum := idempotency.SumBody([]byte(`{"the raw body":1}`))
-	_, ok := p.svc.ReplayBody(in.TenantID, in.IdempotencyKey, sum)
+	raw := []byte(`{"the raw body":1}`)
+	_, sum, ok := p.svc.ReplayBody(in.TenantID, in.IdempotencyKey, raw)
 	require.False(t, ok, "bytes the cache never replayed are decoded first")
-	in.BodySum = &sum
+	in.BodySum = sum
 	hit, err := p.svc.Create(b.ctx, in)
 	require.NoError(t, err, "answered without the database")
 	want := payments.Reply{Code: int(*stored.code), Body: stored.body, Replayed: true, PaymentID: payment(t, first).ID}
 	require.Equal(t, want, hit)
 	// The same bytes again: answered before they are decoded.
-	undecoded, ok := p.svc.ReplayBody(in.TenantID, in.IdempotencyKey, sum)
+	undecoded, _, ok := p.svc.ReplayBody(in.TenantID, in.IdempotencyKey, raw)
 	require.True(t, ok, "the bytes the cache replayed are answered undecoded")
 	require.Equal(t, want, undecoded)
-	_, ok = p.svc.ReplayBody("ten_other", in.IdempotencyKey, sum)
+	_, _, ok = p.svc.ReplayBody("ten_other", in.IdempotencyKey, raw)
 	require.False(t, ok, "another tenant's key")
 
 	other := in

@@ -107,18 +107,23 @@ func (s *Service) UseReplayCache(c *idempotency.ReplayCache) { s.replays = c }
 // first request.
 func (s *Service) UseOutboxWakeup(w outbox.Wakeup) { s.wakeup = w }
 
-// ReplayBody answers a create on (tenantID, key) whose raw body has sum
-// body, when this pod's replay cache replayed the same bytes on that key
-// before: the stored answer, before the body is decoded or fingerprinted
-// (the same bytes have the same fingerprint, and were valid). ok is false
-// otherwise: decode the body and Create, as always.
-func (s *Service) ReplayBody(tenantID, key string, body idempotency.BodySum) (Reply, bool) {
-	res, ok := s.replays.AnswerBody(tenantID, key, body)
-	if !ok {
-		return Reply{}, false
+// ReplayBody answers a create on (tenantID, key) with raw body body, when
+// this pod's replay cache replayed the same bytes on that key before: the
+// stored answer, before the body is decoded or fingerprinted (the same
+// bytes have the same fingerprint, and were valid). ok is false otherwise:
+// decode the body and Create, as always, with CreateInput.BodySum = sum
+// (the zero sum, and no hashing, when the cache is off).
+func (s *Service) ReplayBody(tenantID, key string, body []byte) (reply Reply, sum idempotency.BodySum, ok bool) {
+	if s.replays == nil {
+		return Reply{}, sum, false
 	}
-	reply, _, _ := keyAnswer(res, res.AttemptID) // a Replay: never an error
-	return reply, true
+	sum = idempotency.SumBody(body)
+	res, ok := s.replays.AnswerBody(tenantID, key, sum)
+	if !ok {
+		return Reply{}, sum, false
+	}
+	reply, _, _ = keyAnswer(res, res.AttemptID) // a Replay: never an error
+	return reply, sum, true
 }
 
 // NewService returns a Service with one provider; cfg must be valid. A nil
@@ -196,10 +201,11 @@ type CreateInput struct {
 	TenantID       string
 	IdempotencyKey string
 	Fingerprint    []byte
-	// BodySum, if set, is the sum of the raw body Fingerprint is of: a
-	// replay answered from the replay cache keeps it, so that the same
-	// bytes sent again are answered before they are decoded (ReplayBody).
-	BodySum       *idempotency.BodySum
+	// BodySum, if not zero, is the sum of the raw body Fingerprint is of
+	// (from ReplayBody): a replay answered from the replay cache keeps it,
+	// so that the same bytes sent again are answered before they are
+	// decoded.
+	BodySum       idempotency.BodySum
 	OrderID       string
 	Amount        int64
 	Currency      string
