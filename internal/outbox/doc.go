@@ -25,8 +25,8 @@
 // window (at least MinDuplicateWindow). Consumers still get at-least-once
 // delivery and dedupe on the CloudEvents id, which is the same outbox id.
 //
-// Relays wake on NOTIFY outbox (sent by Enqueue's transactions at commit),
-// on their own process's Wakeup (the create path, which sends no NOTIFY:
-// see Wakeup), and poll every PollInterval as a fallback. While NATS is unreachable a relay claims nothing and waits for
+// Relays wake on NOTIFY outbox (sent by Enqueue's transactions at commit)
+// and on their own process's Wakeup (the create path, which sends no
+// NOTIFY: see Wakeup), and poll every PollInterval as a fallback. While NATS is unreachable a relay claims nothing and waits for
 // the client to reconnect; rows simply stay in the table.
 package outbox

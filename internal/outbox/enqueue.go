@@ -85,8 +85,9 @@ func Enqueue(ctx context.Context, tx db.DBTX, ev Event) (string, error) {
 // QueueEnqueueMoved queues Enqueue of a payment's event into a transaction
 // sent in one round trip: the event is added only if that transaction moved
 // the payment (ev.PaymentID) into status, and its data is payload stamped
-// with the time the transaction set as the payment's updated_at. The relays
-// are woken for it at commit. ctx gives the traceparent, as for Enqueue.
+// with the time the transaction set as the payment's updated_at. It sends no
+// NOTIFY (see Wakeup): once the transaction committed, the caller signals
+// its process's Wakeup. ctx gives the traceparent, as for Enqueue.
 func QueueEnqueueMoved(ctx context.Context, p *db.Pipeline, ev Event, payload db.Stamped, status string) error {
 	subject := Subject(ev.Type)
 	if subject == "" || ev.SubjectID != ev.PaymentID || ev.PaymentID == "" {

@@ -53,7 +53,12 @@ func (r *Relay) Run(ctx context.Context) error {
 		return fmt.Errorf("outbox: jetstream: %w", err)
 	}
 
-	wake := make(chan struct{}, 1)
+	// NOTIFYs and the process's own Wakeup wake the relay alike: both
+	// land on one coalescing channel.
+	wake := r.cfg.Wakeup
+	if wake == nil {
+		wake = NewWakeup()
+	}
 	dbUp := make(chan struct{}, 1)
 	listenCtx, stopListening := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -123,7 +128,7 @@ type loop struct {
 	r           *Relay
 	nc          *nats.Conn
 	js          jetstream.JetStream
-	wake        <-chan struct{} // a NOTIFY arrived
+	wake        <-chan struct{} // a NOTIFY arrived, or the Wakeup was signalled
 	connected   <-chan struct{} // NATS (re)connected
 	dbUp        <-chan struct{} // the LISTEN connection is back after a failure
 	streamReady bool
@@ -188,16 +193,14 @@ func (l *loop) wait(ctx context.Context, d time.Duration, onNotify bool) {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	var wake, local <-chan struct{} // nil: a NOTIFY or a Wakeup does not end this wait
+	var wake <-chan struct{} // nil: a NOTIFY or a Wakeup does not end this wait
 	if onNotify {
-		wake, local = l.wake, l.r.cfg.Wakeup
+		wake = l.wake
 	}
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-wake:
-		l.gather(ctx, t.C)
-	case <-local:
 		l.gather(ctx, t.C)
 	case <-l.connected:
 	case <-l.dbUp:
