@@ -731,9 +731,9 @@ func newestFirst[T any](items []T, created func(T) int64, id func(T) string) {
 // handleStripeListPIs is GET /v1/payment_intents.
 func (s *Server) handleStripeListPIs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	lr, err := parseList(q)
-	if err != nil {
-		writeStripeError(w, err.(*stripeErr))
+	lr, serr := parseList(q)
+	if serr != nil {
+		writeStripeError(w, serr)
 		return
 	}
 	unlock := s.lock()
@@ -753,22 +753,22 @@ type listRequest struct {
 	after   string
 }
 
-func parseList(q url.Values) (listRequest, error) {
+func parseList(q url.Values) (listRequest, *stripeErr) {
 	inRange, err := createdRange(q)
 	if err != nil {
-		return listRequest{}, err
+		return listRequest{}, err.(*stripeErr)
 	}
 	limit, after, err := listPage(q)
 	if err != nil {
-		return listRequest{}, err
+		return listRequest{}, err.(*stripeErr)
 	}
 	return listRequest{inRange: inRange, limit: limit, after: after}, nil
 }
 
 // writeList answers the page lr asks for of items (of Stripe's object, at
-// url), newest first, each rendered by render; a starting_after that names
+// path), newest first, each rendered by render; a starting_after that names
 // no item is Stripe's resource_missing.
-func writeList[T, O any](w http.ResponseWriter, lr listRequest, items []T, object, url string,
+func writeList[T, O any](w http.ResponseWriter, lr listRequest, items []T, object, path string,
 	created func(T) int64, id func(T) string, render func(T) O) {
 	newestFirst(items, created, id)
 	got, more, ok := page(items, id, lr.limit, lr.after)
@@ -776,7 +776,7 @@ func writeList[T, O any](w http.ResponseWriter, lr listRequest, items []T, objec
 		writeStripeError(w, noSuch(object, "starting_after", lr.after))
 		return
 	}
-	out := stripeList[O]{Object: "list", Data: make([]O, 0, len(got)), HasMore: more, URL: url}
+	out := stripeList[O]{Object: "list", Data: make([]O, 0, len(got)), HasMore: more, URL: path}
 	for _, it := range got {
 		out.Data = append(out.Data, render(it))
 	}
@@ -948,9 +948,9 @@ func (s *Server) handleStripeGetRefund(w http.ResponseWriter, r *http.Request) {
 // created[…], limit, starting_after), newest first.
 func (s *Server) handleStripeListRefunds(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	lr, err := parseList(q)
-	if err != nil {
-		writeStripeError(w, err.(*stripeErr))
+	lr, serr := parseList(q)
+	if serr != nil {
+		writeStripeError(w, serr)
 		return
 	}
 	pi := q.Get("payment_intent")
